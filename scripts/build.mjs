@@ -1,0 +1,49 @@
+// Transpiles the TypeScript sources (compiler/, runtime/, test/) to build/, one .js file per
+// .ts file, so that `node` runs them without a loader. Type checking is `npm run typecheck`.
+import { build } from 'esbuild'
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const sourceDirs = ['compiler', 'runtime', 'test']
+
+function listTypeScript(dir) {
+  const out = []
+  for (const name of readdirSync(dir)) {
+    const full = join(dir, name)
+    if (statSync(full).isDirectory()) {
+      if (name === 'node_modules' || name === 'fixtures') continue
+      out.push(...listTypeScript(full))
+    } else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) {
+      out.push(full)
+    }
+  }
+  return out
+}
+
+const entryPoints = sourceDirs.flatMap((d) => listTypeScript(join(root, d)))
+const started = Date.now()
+await build({
+  entryPoints,
+  outdir: join(root, 'build'),
+  outbase: root,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: 'inline',
+  logLevel: 'warning',
+})
+// Drop outputs whose source is gone, so a deleted test never runs from a stale build.
+function pruneStale(dir) {
+  if (!existsSync(dir)) return
+  for (const name of readdirSync(dir)) {
+    const full = join(dir, name)
+    if (statSync(full).isDirectory()) pruneStale(full)
+    else if (name.endsWith('.js') && !existsSync(join(root, relative(join(root, 'build'), full)).replace(/\.js$/, '.ts'))) rmSync(full)
+  }
+}
+pruneStale(join(root, 'build'))
+if (process.env.HOOKGATE_BUILD_QUIET !== '1') {
+  process.stderr.write(`build: ${entryPoints.length} files to ${relative(process.cwd(), join(root, 'build')) || '.'} in ${Date.now() - started} ms\n`)
+}
