@@ -1,0 +1,178 @@
+// Owns the one shape every compiler finding takes, the stable codes, the output formats
+// (text, json, github) and the CLI exit codes. Codes never change once released.
+
+export type Severity = 'error' | 'warning'
+
+export interface Diagnostic {
+  code: string
+  severity: Severity
+  message: string
+  /** path of the file, as the user named it (relative to the working directory where possible) */
+  file: string
+  /** 1-based */
+  line: number
+  /** 1-based */
+  column: number
+  /** JSON pointer inside the config, '' for the whole document or a non-config file */
+  path: string
+  hint?: string
+}
+
+export interface Location {
+  file: string
+  line: number
+  column: number
+  path: string
+}
+
+/** Every code the compiler can report, with what it means (docs/diagnostics are generated from this). */
+export const DiagnosticCodes = {
+  YAML_SYNTAX: 'the file is not valid YAML',
+  YAML_DUPLICATE_KEY: 'a key appears twice in one mapping',
+  CONFIG_FILE_UNREADABLE: 'the config file cannot be read',
+  SCHEMA_UNKNOWN_KEY: 'a key the schema does not know',
+  SCHEMA_MISSING_KEY: 'a required key is missing',
+  SCHEMA_TYPE: 'a value has the wrong type',
+  SCHEMA_ENUM: 'a value is not one of the allowed values',
+  SCHEMA_RANGE: 'a number or length is out of range',
+  SCHEMA_FORMAT: 'a string does not have the required form',
+  SCHEMA_INVALID: 'a value does not match the schema',
+  TOKEN_REQUIRED: 'hooks.token is required when hooks.enabled is true',
+  TOKEN_LITERAL: 'hooks.token is written in the file instead of a secret reference',
+  TOKEN_SHORT: 'hooks.token is shorter than 24 characters',
+  SECRET_REF_INVALID: 'a secret reference is malformed',
+  SECRET_LITERAL: 'a secret other than hooks.token is written in the file',
+  BASE_PATH_INVALID: 'hooks.path is "/" or not a usable URL path',
+  BASE_PATH_NORMALISED: 'hooks.path was written in a non-canonical form',
+  MATCH_PATH_INVALID: 'a mapping path is empty or not a usable URL path',
+  RESERVED_PATH: 'a mapping tries to capture the reserved /wake or /agent',
+  DUPLICATE_MAPPING_ID: 'two mappings have the same id',
+  DUPLICATE_MATCH: 'two mappings have the same path and the same match',
+  UNREACHABLE_MAPPING: 'a mapping can never match because an earlier one catches everything it would',
+  PRESET_SHADOWED: 'a user mapping on the same path shadows a preset mapping',
+  PRESET_UNKNOWN: 'a preset name hookgate does not ship',
+  SESSION_KEY_PREFIX: 'hooks.defaultSessionKey does not start with any allowed prefix',
+  SESSION_KEY_PREFIXES_UNUSED: 'allowedSessionKeyPrefixes is set while request session keys are not allowed',
+  AGENT_DEFAULT: 'not exactly one default agent',
+  AGENT_DUPLICATE_ID: 'two agents have the same id',
+  AGENT_UNKNOWN: 'an agentId names no declared agent',
+  AGENT_NOT_ALLOWED: 'a mapping routes to an agent that hooks.allowedAgentIds blocks',
+  MODEL_INVALID: 'a model is not written as provider/model or names an unknown provider',
+  WORKFLOW_UNKNOWN: 'a workflow reference names no declared workflow',
+  WORKFLOW_MISSING: 'a workflow action has no workflow target',
+  WORKFLOW_DUPLICATE_ID: 'two workflows or two steps of one workflow have the same id',
+  WORKFLOW_STEP_UNKNOWN: 'a workflow step needs a step that does not exist',
+  WORKFLOW_CYCLE: 'the steps of a workflow depend on each other in a cycle',
+  ACTION_FIELD_IGNORED: 'a mapping sets a field its action does not use',
+  TEMPLATE_SYNTAX: 'a template is malformed',
+  TEMPLATE_UNKNOWN_ROOT: 'a template names a variable that does not exist',
+  TEMPLATE_FORBIDDEN_KEY: 'a template reads __proto__, prototype or constructor',
+  TRANSFORMS_DIR_ESCAPE: 'hooks.transformsDir is outside the directory tree of hooks.yaml',
+  TRANSFORMS_DIR_MISSING: 'hooks.transformsDir does not exist or is not a directory',
+  TRANSFORMS_DIR_REQUIRED: 'a mapping has a transform but hooks.transformsDir is not set',
+  TRANSFORM_PATH_ESCAPE: 'transform.module is absolute, contains "..", or resolves outside transformsDir',
+  TRANSFORM_NOT_FOUND: 'transform.module does not exist',
+  TRANSFORM_EXPORT_MISSING: 'the transform module does not export the named function',
+  TRANSFORM_BUILD: 'esbuild could not build the transform module',
+  CRON_INVALID: 'a task schedule is not a valid five-field cron expression',
+  DURATION_INVALID: 'a duration is not written like 30s, 5m, 1h or off',
+  TRIGGER_PATH_CONFLICT: 'a trigger path collides with a mapping or another trigger',
+  TOO_MANY_ERRORS: 'more errors were found than --max-errors allows to print',
+} as const
+
+export type DiagnosticCode = keyof typeof DiagnosticCodes
+
+/** Exit codes of the hookgate CLI (tested against the real binary). */
+export const ExitCode = {
+  ok: 0,
+  configErrors: 1,
+  usageOrInternal: 2,
+} as const
+
+/** Collects findings from every phase; phases never throw for config mistakes. */
+export class DiagnosticBag {
+  readonly items: Diagnostic[] = []
+
+  error(code: DiagnosticCode, message: string, at: Location, hint?: string): void {
+    this.add('error', code, message, at, hint)
+  }
+
+  warning(code: DiagnosticCode, message: string, at: Location, hint?: string): void {
+    this.add('warning', code, message, at, hint)
+  }
+
+  get errorCount(): number {
+    return this.items.filter((d) => d.severity === 'error').length
+  }
+
+  get hasErrors(): boolean {
+    return this.items.some((d) => d.severity === 'error')
+  }
+
+  /** By file, then position, then code, so that output is stable run to run. */
+  sorted(): Diagnostic[] {
+    return [...this.items].sort(compareDiagnostics)
+  }
+
+  private add(severity: Severity, code: DiagnosticCode, message: string, at: Location, hint?: string): void {
+    const d: Diagnostic = { code, severity, message, file: at.file, line: at.line, column: at.column, path: at.path }
+    if (hint) d.hint = hint
+    // Two phases may find the same thing at the same node (e.g. a type error seen by two schema
+    // branches); report it once.
+    if (this.items.some((x) => x.code === d.code && x.line === d.line && x.column === d.column && x.file === d.file && x.message === d.message)) return
+    this.items.push(d)
+  }
+}
+
+export function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
+  return a.file < b.file ? -1 : a.file > b.file ? 1
+    : a.line - b.line || a.column - b.column || (a.code < b.code ? -1 : a.code > b.code ? 1 : 0) || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0)
+}
+
+export function formatText(d: Diagnostic): string {
+  const head = `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}`
+  return d.hint ? `${head}\n  hint: ${d.hint}` : head
+}
+
+/** GitHub Actions workflow commands; properties and data are escaped as the runner expects. */
+export function formatGithub(d: Diagnostic): string {
+  const prop = (s: string) => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/:/g, '%3A').replace(/,/g, '%2C')
+  const data = (s: string) => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A')
+  const text = d.hint ? `${d.message} (hint: ${d.hint})` : d.message
+  return `::${d.severity} file=${prop(d.file)},line=${d.line},col=${d.column},title=${prop(d.code)}::${data(text)}`
+}
+
+export function formatJson(list: Diagnostic[]): string {
+  return JSON.stringify({
+    errors: list.filter((d) => d.severity === 'error'),
+    warnings: list.filter((d) => d.severity === 'warning'),
+  }, null, 2)
+}
+
+/** Edit distance, for "did you mean" hints. */
+export function editDistance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!
+    prev[0] = i
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j]!
+      prev[j] = Math.min(up + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1))
+      diag = up
+    }
+  }
+  return prev[b.length]!
+}
+
+/** The closest candidate within a distance that scales with the word, or undefined. */
+export function closest(word: string, candidates: Iterable<string>): string | undefined {
+  let best: string | undefined
+  let bestScore = Infinity
+  const lower = word.toLowerCase()
+  for (const c of candidates) {
+    const score = c.toLowerCase() === lower ? 0 : editDistance(lower, c.toLowerCase())
+    if (score < bestScore) { best = c; bestScore = score }
+  }
+  const limit = Math.max(1, Math.min(3, Math.floor(word.length / 3)))
+  return bestScore <= limit ? best : undefined
+}

@@ -1,0 +1,126 @@
+// Phase 1, load: reads hooks.yaml and parses it with node positions kept, so that every later
+// phase can point at the YAML node a finding is about (file:line:col plus JSON pointer).
+import { readFileSync } from 'node:fs'
+import { dirname, relative, resolve } from 'node:path'
+import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml'
+import type { DiagnosticBag, Location } from './diagnostics.js'
+
+export type PathSegment = string | number
+
+export interface LoadedConfig {
+  /** absolute path of hooks.yaml */
+  absFile: string
+  /** the file as shown in diagnostics */
+  file: string
+  /** absolute directory holding hooks.yaml: the root of the config tree */
+  dir: string
+  source: string
+  /** the plain JS value of the document (undefined for an empty file) */
+  value: unknown
+  /** where the node at `path` starts; `key` points at the key of a map entry instead of its value */
+  locate(path: readonly PathSegment[], prefer?: 'key' | 'value'): Location
+  /** where `needle` first occurs inside the source text of the node at `path` (for template errors) */
+  locateText(path: readonly PathSegment[], needle: string): Location
+}
+
+/** Shown paths are relative to the working directory when the file lies under it. */
+export function displayPath(absPath: string): string {
+  const rel = relative(process.cwd(), absPath)
+  return rel && !rel.startsWith('..') && !rel.startsWith('/') ? rel : absPath
+}
+
+export function pointer(path: readonly PathSegment[]): string {
+  return path.map((s) => '/' + String(s).replace(/~/g, '~0').replace(/\//g, '~1')).join('')
+}
+
+export function loadConfig(file: string, bag: DiagnosticBag): LoadedConfig | undefined {
+  const absFile = resolve(file)
+  const shown = displayPath(absFile)
+  let source: string
+  try {
+    source = readFileSync(absFile, 'utf8')
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message
+    bag.error('CONFIG_FILE_UNREADABLE', `cannot read ${shown}: ${reason}`, { file: shown, line: 1, column: 1, path: '' })
+    return undefined
+  }
+  return parseConfigSource(source, absFile, bag)
+}
+
+/** Parses already-read YAML text; exported for tests and for `hookgate compile -` style callers. */
+export function parseConfigSource(source: string, absFile: string, bag: DiagnosticBag): LoadedConfig | undefined {
+  const shown = displayPath(absFile)
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(source, { lineCounter, uniqueKeys: true, prettyErrors: false, keepSourceTokens: false })
+  const at = (offset: number, path = ''): Location => {
+    const p = lineCounter.linePos(offset)
+    return { file: shown, line: p.line, column: p.col, path }
+  }
+  let syntaxErrors = 0
+  for (const e of doc.errors) {
+    syntaxErrors++
+    const code = e.code === 'DUPLICATE_KEY' ? 'YAML_DUPLICATE_KEY' : 'YAML_SYNTAX'
+    bag.error(code, firstLine(e.message), at(e.pos[0]))
+  }
+  if (syntaxErrors > 0) return undefined
+  for (const w of doc.warnings) {
+    bag.warning('YAML_SYNTAX', firstLine(w.message), at(w.pos[0]))
+  }
+  let value: unknown
+  try {
+    // Aliases are expanded here; a billion-laughs document is refused by the alias count limit.
+    value = doc.toJS({ maxAliasCount: 1000 })
+  } catch (err) {
+    bag.error('YAML_SYNTAX', firstLine((err as Error).message), at(0))
+    return undefined
+  }
+
+  const locateNode = (path: readonly PathSegment[], prefer: 'key' | 'value'): { node: Node | undefined; found: number } => {
+    let node: unknown = doc.contents
+    let keyNode: unknown
+    let found = 0
+    for (const seg of path) {
+      keyNode = undefined
+      if (isMap(node)) {
+        const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg))
+        if (!pair) break
+        keyNode = pair.key
+        node = pair.value ?? pair.key
+      } else if (isSeq(node) && typeof seg === 'number' && node.items[seg] !== undefined) {
+        node = node.items[seg]
+      } else {
+        break
+      }
+      found++
+    }
+    const chosen = prefer === 'key' && keyNode && found === path.length ? keyNode : node
+    return { node: chosen as Node | undefined, found }
+  }
+
+  return {
+    absFile,
+    file: shown,
+    dir: dirname(absFile),
+    source,
+    value,
+    locate(path, prefer = 'value') {
+      const { node } = locateNode(path, prefer)
+      const start = node?.range?.[0] ?? 0
+      return at(start, pointer(path))
+    },
+    locateText(path, needle) {
+      const { node } = locateNode(path, 'value')
+      const range = node?.range
+      if (!range) return at(0, pointer(path))
+      const idx = needle ? source.slice(range[0], range[1]).indexOf(needle) : -1
+      return at(idx >= 0 ? range[0] + idx : range[0], pointer(path))
+    },
+  }
+}
+
+function firstLine(message: string): string {
+  const line = message.split('\n')[0] ?? message
+  return line.charAt(0).toLowerCase() + line.slice(1).replace(/\.$/, '')
+}
+
+export type { Document }

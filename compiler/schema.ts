@@ -1,0 +1,177 @@
+// The config schema in TypeBox: every key hooks.yaml may hold. It is the single source for
+// validation (validate.ts), for the TypeScript types of the later phases, and for the JSON Schema
+// that `hookgate schema` prints for editors. Unknown keys are errors everywhere.
+import Type, { type Static } from 'typebox'
+
+const closed = { additionalProperties: false } as const
+
+const Id = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]*$', description: 'letters, digits, and _ . : - (not first)' })
+
+/** `${ENV_NAME}`, `{ env: NAME }`, `{ file: path }` or `{ generate: true }` (token only). */
+export const SecretRefObject = Type.Union([
+  Type.Object({ env: Type.String({ minLength: 1, pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'environment variable that holds the secret' }) }, closed),
+  Type.Object({ file: Type.String({ minLength: 1, description: 'file that holds the secret (trailing newline trimmed); relative to hooks.yaml' }) }, closed),
+])
+const SecretString = Type.String({ minLength: 1, description: 'a reference written as ${ENV_NAME}' })
+export const SecretRef = Type.Union([SecretString, SecretRefObject])
+const TokenRef = Type.Union([
+  SecretString,
+  SecretRefObject,
+  Type.Object({ generate: Type.Literal(true, { description: 'generate a token into the state directory on first start (0600) and keep using it' }) }, closed),
+], { description: 'the hook token: ${ENV}, { env }, { file } or { generate: true }; a literal value is accepted with a warning' })
+
+const Duration = Type.String({ pattern: '^(off|\\d+(\\.\\d+)?(ms|s|m|h|d))$', description: 'a duration like 30s, 5m, 1h, or off' })
+const WakeMode = Type.Enum(['now', 'next-heartbeat'])
+const Thinking = Type.Enum(['off', 'minimal', 'low', 'medium', 'high'], { description: 'reasoning effort for the run' })
+const ModelRef = Type.String({ minLength: 3, pattern: '^[a-z0-9][a-z0-9_-]*/.+$', description: 'provider/model, e.g. builtin/echo, openai/gpt-4o-mini, ollama/llama3.1' })
+const Template = Type.String({ description: 'a template: {{payload.x}}, {{headers.name}}, {{query.name}}, {{path}}, {{now}}' })
+const TimeoutSeconds = Type.Number({ exclusiveMinimum: 0, maximum: 86400 })
+const BodyBytes = Type.Integer({ minimum: 1, maximum: 64 * 1024 * 1024 })
+
+export const TransformSchema = Type.Object({
+  module: Type.String({ minLength: 1, description: 'module path relative to hooks.transformsDir (.js, .mjs, .ts, .mts)' }),
+  export: Type.Optional(Type.String({ minLength: 1, pattern: '^[A-Za-z_$][A-Za-z0-9_$]*$', description: 'exported function name, default: default' })),
+  timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 60000, description: 'a transform running longer fails the request with 500; default 2000' })),
+}, closed)
+
+export const MappingSchema = Type.Object({
+  id: Type.Optional(Id),
+  match: Type.Object({
+    path: Type.String({ minLength: 1, description: 'the name under the base path: /hooks/<path>' }),
+    source: Type.Optional(Type.String({ minLength: 1, description: 'only match when the payload field "source" equals this' })),
+  }, closed),
+  action: Type.Enum(['wake', 'agent', 'workflow']),
+  wakeMode: Type.Optional(WakeMode),
+  name: Type.Optional(Template),
+  agentId: Type.Optional(Id),
+  sessionKey: Type.Optional(Template),
+  messageTemplate: Type.Optional(Template),
+  textTemplate: Type.Optional(Template),
+  deliver: Type.Optional(Type.Boolean()),
+  channel: Type.Optional(Type.String({ minLength: 1 })),
+  to: Type.Optional(Template),
+  model: Type.Optional(ModelRef),
+  thinking: Type.Optional(Thinking),
+  timeoutSeconds: Type.Optional(TimeoutSeconds),
+  transform: Type.Optional(TransformSchema),
+  allowUnsafeExternalContent: Type.Optional(Type.Boolean()),
+  // hookgate's own keys beside OpenClaw's
+  workflow: Type.Optional(Id),
+  maxBodyBytes: Type.Optional(BodyBytes),
+}, { ...closed, description: 'a mapped path: /hooks/<match.path> → wake, agent or workflow' })
+
+export const GmailSchema = Type.Object({
+  account: Type.Optional(Type.String({ minLength: 3 })),
+  label: Type.Optional(Type.String({ minLength: 1 })),
+  topic: Type.Optional(Type.String({ minLength: 1 })),
+  subscription: Type.Optional(Type.String({ minLength: 1 })),
+  pushToken: Type.Optional(SecretRef),
+  hookUrl: Type.Optional(Type.String({ minLength: 1 })),
+  includeBody: Type.Optional(Type.Boolean()),
+  maxBytes: Type.Optional(Type.Integer({ minimum: 1 })),
+  renewEveryMinutes: Type.Optional(Type.Integer({ minimum: 1 })),
+}, { ...closed, description: 'written by `hookgate webhooks gmail setup`' })
+
+export const HooksSchema = Type.Object({
+  enabled: Type.Optional(Type.Boolean()),
+  token: Type.Optional(TokenRef),
+  path: Type.Optional(Type.String({ minLength: 1, description: 'base path, default /hooks' })),
+  allowedAgentIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'omitted or ["*"]: any; []: explicit agentId routing blocked' })),
+  allowRequestSessionKey: Type.Optional(Type.Boolean()),
+  defaultSessionKey: Type.Optional(Type.String({ minLength: 1 })),
+  allowedSessionKeyPrefixes: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  presets: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  mappings: Type.Optional(Type.Array(MappingSchema)),
+  transformsDir: Type.Optional(Type.String({ minLength: 1 })),
+  gmail: Type.Optional(GmailSchema),
+}, closed)
+
+export const TriggerSchema = Type.Object({
+  name: Type.String({ minLength: 1, description: 'human label' }),
+  path: Type.String({ minLength: 1, description: 'endpoint path under the base path' }),
+  target: Type.Enum(['agent', 'workflow', 'wake'], { description: 'run target: Agent prompt, Workflow / graph, Heartbeat wake' }),
+  timing: Type.Optional(WakeMode),
+  workflow: Type.Optional(Id),
+  delivery: Type.Optional(Type.Enum(['internal', 'deliver'])),
+  prompt: Type.Optional(Template),
+  channel: Type.Optional(Type.String({ minLength: 1 })),
+  to: Type.Optional(Template),
+  timeoutSeconds: Type.Optional(TimeoutSeconds),
+  notify: Type.Optional(Type.Enum(['silent', 'done', 'state'])),
+}, { ...closed, description: 'a Trigger definition: an outside system calling over HTTP' })
+
+export const TaskSchema = Type.Object({
+  name: Type.String({ minLength: 1 }),
+  schedule: Type.String({ minLength: 9, description: 'five-field cron expression, UTC' }),
+  target: Type.Enum(['agent', 'workflow', 'wake']),
+  workflow: Type.Optional(Id),
+  prompt: Type.Optional(Type.String()),
+  timeoutSeconds: Type.Optional(TimeoutSeconds),
+  notify: Type.Optional(Type.Enum(['silent', 'done', 'state'])),
+}, { ...closed, description: 'a scheduled Task: the service running something on its own' })
+
+export const AgentSchema = Type.Object({
+  id: Id,
+  default: Type.Optional(Type.Boolean()),
+  model: ModelRef,
+  fallbackModels: Type.Optional(Type.Array(ModelRef)),
+  heartbeat: Type.Optional(Type.Object({ every: Duration }, closed)),
+  triggers: Type.Optional(Type.Array(TriggerSchema)),
+  tasks: Type.Optional(Type.Array(TaskSchema)),
+}, closed)
+
+export const WorkflowStepSchema = Type.Object({
+  id: Id,
+  action: Type.Enum(['agent', 'wake']),
+  agentId: Type.Optional(Id),
+  messageTemplate: Type.Optional(Template),
+  textTemplate: Type.Optional(Template),
+  needs: Type.Optional(Type.Array(Id)),
+  timeoutSeconds: Type.Optional(TimeoutSeconds),
+}, closed)
+
+export const WorkflowSchema = Type.Object({
+  id: Id,
+  description: Type.Optional(Type.String()),
+  steps: Type.Array(WorkflowStepSchema, { minItems: 1 }),
+}, { ...closed, description: 'a saved workflow / graph: steps with dependencies, no cycles' })
+
+export const ServerSchema = Type.Object({
+  host: Type.Optional(Type.String({ minLength: 1, description: 'bind address, default 127.0.0.1' })),
+  port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'default 8787; 0 picks a free port' })),
+  maxBodyBytes: Type.Optional(BodyBytes),
+  bodyTimeoutSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3600 })),
+  authFailures: Type.Optional(Type.Object({
+    limit: Type.Optional(Type.Integer({ minimum: 1, description: 'failures allowed per window before 429, default 20' })),
+    windowSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'default 60' })),
+    lockoutSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'default 60' })),
+    maxTrackedClients: Type.Optional(Type.Integer({ minimum: 1, description: 'memory bound, default 10000' })),
+  }, closed)),
+  trustedProxies: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'addresses or CIDR ranges whose X-Forwarded-For is believed' })),
+  stateDir: Type.Optional(Type.String({ minLength: 1, description: 'default .hookgate beside hooks.yaml' })),
+}, closed)
+
+export const ConfigSchema = Type.Object({
+  $schema: Type.Optional(Type.String()),
+  server: Type.Optional(ServerSchema),
+  hooks: HooksSchema,
+  agents: Type.Optional(Type.Array(AgentSchema)),
+  workflows: Type.Optional(Type.Array(WorkflowSchema)),
+}, { ...closed, title: 'hookgate config (hooks.yaml)' })
+
+export type HooksConfig = Static<typeof ConfigSchema>
+export type MappingConfig = Static<typeof MappingSchema>
+export type AgentConfig = Static<typeof AgentSchema>
+export type TriggerConfig = Static<typeof TriggerSchema>
+export type WorkflowConfig = Static<typeof WorkflowSchema>
+export type TokenRefConfig = Static<typeof TokenRef>
+export type SecretRefConfig = Static<typeof SecretRef>
+
+/** The JSON Schema document printed by `hookgate schema`. */
+export function jsonSchemaDocument(): Record<string, unknown> {
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    $id: 'https://hookgate.dev/schema/hooks.json',
+    ...JSON.parse(JSON.stringify(ConfigSchema)),
+  }
+}
