@@ -1,0 +1,175 @@
+// The fixed set of helpers that compiled templates (compiler/templates.ts) call at request time.
+// Compiled template code is an arrow function `(c, h) => string`, where `c` is a RenderContext and
+// `h` is `templateHelpers`. This module deliberately imports nothing: it ships inside the runtime.
+
+/** What a compiled template can read while rendering one request. */
+export interface RenderContext {
+  payload: unknown
+  headers: Record<string, string>
+  query: Record<string, string>
+  /** the mapped sub-path name, e.g. `github` or `a/b` */
+  path: string
+  /** the request time as ISO-8601 UTC */
+  now: string
+}
+
+/** Keys a lookup never follows, whatever the object holds. */
+const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor'])
+
+const SECRET_HEADER_NAMES: ReadonlySet<string> = new Set([
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-hookgate-token',
+])
+
+/** A header whose (lower-cased) name contains one of these is treated as secret. */
+const SECRET_HEADER_PARTS: readonly string[] = [
+  'signature',
+  'token',
+  'secret',
+  'api-key',
+  'apikey',
+  'password',
+  'auth',
+  'cookie',
+]
+
+const REDACTED = '[redacted]'
+
+/** True when a header's value must never appear in rendered output (case-insensitive). */
+export function isSecretHeader(name: string): boolean {
+  const lower = name.toLowerCase()
+  if (SECRET_HEADER_NAMES.has(lower)) return true
+  return SECRET_HEADER_PARTS.some((part) => lower.includes(part))
+}
+
+/** Objects a named key may be read from: JSON-like objects with Object.prototype or no prototype. */
+function isPlainObject(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/** The value of an own data property, or undefined (never inherited, never a getter). */
+function ownValue(holder: object, key: string | number): unknown {
+  const descriptor = Object.getOwnPropertyDescriptor(holder, key)
+  if (descriptor === undefined || !('value' in descriptor)) return undefined
+  return descriptor.value
+}
+
+function get(root: unknown, keys: readonly (string | number)[]): unknown {
+  let current: unknown = root
+  for (const key of keys) {
+    if (current === null || typeof current !== 'object') return undefined
+    if (typeof key === 'number') {
+      if (!Array.isArray(current) || !Number.isSafeInteger(key) || key < 0) return undefined
+      current = ownValue(current, key)
+    } else if (typeof key === 'string') {
+      if (FORBIDDEN_KEYS.has(key)) return undefined
+      if (!Array.isArray(current) && !isPlainObject(current)) return undefined
+      current = ownValue(current, key)
+    } else {
+      return undefined
+    }
+  }
+  return current
+}
+
+/** JSON.stringify replacer for the slow path: BigInt as a decimal string, cycles as "[circular]". */
+function tolerantReplacer(): (this: unknown, key: string, value: unknown) => unknown {
+  // Objects on the path from the root to the value being serialised. `this` is the holder of the
+  // current value, so everything above it in the stack belongs to a finished sibling branch.
+  const ancestors: unknown[] = []
+  return function (this: unknown, _key: string, value: unknown): unknown {
+    if (typeof value === 'bigint') return value.toString()
+    if (value === null || typeof value !== 'object') return value
+    while (ancestors.length > 0 && ancestors[ancestors.length - 1] !== this) ancestors.pop()
+    if (ancestors.includes(value)) return '[circular]'
+    ancestors.push(value)
+    return value
+  }
+}
+
+function json(value: unknown): string {
+  if (value === undefined) return ''
+  try {
+    return JSON.stringify(value) ?? ''
+  } catch {
+    // cycles, BigInt, or a throwing toJSON: retry tolerating the first two
+  }
+  try {
+    return JSON.stringify(value, tolerantReplacer()) ?? ''
+  } catch {
+    return ''
+  }
+}
+
+function text(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return value
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return String(value)
+    case 'object':
+      return value === null ? '' : json(value)
+    default:
+      return '' // undefined, symbol, function
+  }
+}
+
+/** Header values are strings; tolerate node's string[] (e.g. set-cookie) and stray non-strings. */
+function headerText(value: unknown): string {
+  if (typeof value === 'string') return value
+  if (Array.isArray(value)) return value.map((v) => String(v)).join(', ')
+  if (value === undefined || value === null) return ''
+  return String(value)
+}
+
+function findHeader(headers: Record<string, string>, lowerName: string): unknown {
+  if (headers === null || typeof headers !== 'object' || FORBIDDEN_KEYS.has(lowerName)) return undefined
+  const exact = ownValue(headers, lowerName)
+  if (exact !== undefined) return exact
+  // Contexts built by hand may keep the sender's casing.
+  for (const key of Object.keys(headers)) {
+    if (key.toLowerCase() === lowerName) return ownValue(headers, key)
+  }
+  return undefined
+}
+
+function header(headers: Record<string, string>, name: string): string {
+  const lowerName = name.toLowerCase()
+  const value = findHeader(headers, lowerName)
+  if (value === undefined || value === null) return ''
+  return isSecretHeader(lowerName) ? REDACTED : headerText(value)
+}
+
+function headersJson(headers: Record<string, string>): string {
+  if (headers === null || typeof headers !== 'object') return '{}'
+  const members: string[] = []
+  for (const key of Object.keys(headers).sort()) {
+    const value = ownValue(headers, key)
+    if (value === undefined) continue
+    const shown = isSecretHeader(key) ? REDACTED : headerText(value)
+    // Built by hand so the output order is the sorted order even for integer-like names.
+    members.push(JSON.stringify(key) + ':' + JSON.stringify(shown))
+  }
+  return '{' + members.join(',') + '}'
+}
+
+export const templateHelpers: Readonly<{
+  /** Own-property walk; forbidden keys, inherited properties and getters give undefined. */
+  get(root: unknown, keys: readonly (string | number)[]): unknown
+  /** string as is; number/boolean/bigint via String; null/undefined → ''; object/array → JSON */
+  text(value: unknown): string
+  /** JSON.stringify that never throws; undefined → '' */
+  json(value: unknown): string
+  /** one header ('' when missing, '[redacted]' when secret) */
+  header(headers: Record<string, string>, name: string): string
+  /** all headers as JSON, keys sorted, secret values redacted */
+  headersJson(headers: Record<string, string>): string
+}> = Object.freeze({ get, text, json, header, headersJson })
+
+export type CompiledRender = (c: RenderContext, h: typeof templateHelpers) => string
