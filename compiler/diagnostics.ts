@@ -52,7 +52,6 @@ export const DiagnosticCodes = {
   PRESET_SHADOWED: 'a user mapping on the same path shadows a preset mapping',
   PRESET_UNKNOWN: 'a preset name hookgate does not ship',
   SESSION_KEY_PREFIX: 'hooks.defaultSessionKey does not start with any allowed prefix',
-  SESSION_KEY_PREFIXES_UNUSED: 'allowedSessionKeyPrefixes is set while request session keys are not allowed',
   AGENT_DEFAULT: 'not exactly one default agent',
   AGENT_DUPLICATE_ID: 'two agents have the same id',
   AGENT_UNKNOWN: 'an agentId names no declared agent',
@@ -75,8 +74,6 @@ export const DiagnosticCodes = {
   TRANSFORM_EXPORT_MISSING: 'the transform module does not export the named function',
   TRANSFORM_BUILD: 'esbuild could not build the transform module',
   CRON_INVALID: 'a task schedule is not a valid five-field cron expression',
-  DURATION_INVALID: 'a duration is not written like 30s, 5m, 1h or off',
-  TRIGGER_PATH_CONFLICT: 'a trigger path collides with a mapping or another trigger',
   TOO_MANY_ERRORS: 'more errors were found than --max-errors allows to print',
 } as const
 

@@ -19,8 +19,11 @@ export interface LoadedConfig {
   value: unknown
   /** where the node at `path` starts; `key` points at the key of a map entry instead of its value */
   locate(path: readonly PathSegment[], prefer?: 'key' | 'value'): Location
-  /** where `needle` first occurs inside the source text of the node at `path` (for template errors) */
-  locateText(path: readonly PathSegment[], needle: string): Location
+  /**
+   * Where the text at `offset` of the string value at `path` stands in the file (for template
+   * errors): the matching occurrence of `needle` in the node's source, falling back to the node.
+   */
+  locateText(path: readonly PathSegment[], value: string, offset: number, needle: string): Location
 }
 
 /** Shown paths are relative to the working directory when the file lies under it. */
@@ -108,14 +111,27 @@ export function parseConfigSource(source: string, absFile: string, bag: Diagnost
       const start = node?.range?.[0] ?? 0
       return at(start, pointer(path))
     },
-    locateText(path, needle) {
+    locateText(path, value, offset, needle) {
       const { node } = locateNode(path, 'value')
       const range = node?.range
       if (!range) return at(0, pointer(path))
-      const idx = needle ? source.slice(range[0], range[1]).indexOf(needle) : -1
+      // The k-th occurrence in the value is the k-th in the source, unless quoting escapes hide one.
+      const nth = needle ? countOccurrences(value.slice(0, offset), needle) : 0
+      const text = source.slice(range[0], range[1])
+      let idx = -1
+      for (let i = 0; i <= nth; i++) {
+        idx = text.indexOf(needle, idx + 1)
+        if (idx < 0) break
+      }
       return at(idx >= 0 ? range[0] + idx : range[0], pointer(path))
     },
   }
+}
+
+function countOccurrences(text: string, needle: string): number {
+  let n = 0
+  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) n++
+  return n
 }
 
 function firstLine(message: string): string {

@@ -1,0 +1,143 @@
+// Phase 3, expand: turns the validated config into one flat, ordered list of route specs
+// (user mappings first, then Trigger definitions, then presets, so a user mapping on the same path
+// shadows a preset), and fills every default, so later phases never ask "was this set?".
+import type { AgentConfig, HooksConfig, MappingConfig } from './schema.js'
+import { presets } from './presets/index.js'
+import type { DiagnosticBag } from './diagnostics.js'
+import type { LoadedConfig, PathSegment } from './load.js'
+import { closest } from './diagnostics.js'
+
+export type ActionKind = 'wake' | 'agent' | 'workflow'
+export type WakeMode = 'now' | 'next-heartbeat'
+export type TemplateField = 'text' | 'message' | 'name' | 'sessionKey' | 'to'
+
+export interface RouteSpec {
+  id: string
+  /** 'hook' for mappings and presets, 'trigger' for Trigger definitions */
+  definitionKind: 'hook' | 'trigger'
+  /** where in hooks.yaml it was declared (a preset points at its entry in hooks.presets) */
+  configPath: PathSegment[]
+  preset?: string
+  /** the name under the base path as written; resolve normalises it */
+  matchPath: string
+  matchSource?: string
+  action: ActionKind
+  wakeMode: WakeMode
+  /** template source and the config path it came from */
+  templates: Partial<Record<TemplateField, { text: string; path: PathSegment[] }>>
+  agentId?: string
+  deliver: boolean
+  channel: string
+  model?: string
+  thinking?: string
+  timeoutSeconds?: number
+  workflow?: string
+  maxBodyBytes?: number
+  allowUnsafeExternalContent: boolean
+  transform?: { module: string; exportName: string; timeoutMs: number; path: PathSegment[] }
+  notify?: 'silent' | 'done' | 'state'
+}
+
+export interface ExpandedConfig {
+  routes: RouteSpec[]
+  agents: AgentConfig[]
+  /** true when the config declared no agents and the built-in default was supplied */
+  implicitAgent: boolean
+}
+
+export const DEFAULT_AGENT: AgentConfig = { id: 'main', default: true, model: 'builtin/echo', heartbeat: { every: '30m' } }
+export const DEFAULT_TRANSFORM_TIMEOUT_MS = 2000
+
+export function expandConfig(config: HooksConfig, loaded: LoadedConfig, bag: DiagnosticBag): ExpandedConfig {
+  const routes: RouteSpec[] = []
+  const mappings = config.hooks.mappings ?? []
+  mappings.forEach((m, i) => routes.push(fromMapping(m, ['hooks', 'mappings', i], `mapping-${i + 1}`)))
+
+  const agents = config.agents && config.agents.length > 0 ? config.agents : [DEFAULT_AGENT]
+  ;(config.agents ?? []).forEach((agent, a) => {
+    ;(agent.triggers ?? []).forEach((t, i) => {
+      const at: PathSegment[] = ['agents', a, 'triggers', i]
+      const templates: RouteSpec['templates'] = {}
+      if (t.prompt !== undefined) templates[t.target === 'wake' ? 'text' : 'message'] = { text: t.prompt, path: [...at, 'prompt'] }
+      if (t.to !== undefined) templates.to = { text: t.to, path: [...at, 'to'] }
+      routes.push({
+        id: `trigger:${agent.id}:${slug(t.name)}`,
+        definitionKind: 'trigger',
+        configPath: at,
+        matchPath: t.path,
+        action: t.target,
+        wakeMode: t.timing ?? 'now',
+        templates,
+        agentId: agent.id,
+        deliver: t.delivery === 'deliver',
+        channel: t.channel ?? 'last',
+        ...(t.timeoutSeconds !== undefined ? { timeoutSeconds: t.timeoutSeconds } : {}),
+        ...(t.workflow !== undefined ? { workflow: t.workflow } : {}),
+        allowUnsafeExternalContent: false,
+        notify: t.notify ?? 'done',
+      })
+    })
+  })
+
+  ;(config.hooks.presets ?? []).forEach((name, i) => {
+    const preset = presets.get(name)
+    const at: PathSegment[] = ['hooks', 'presets', i]
+    if (!preset) {
+      const guess = closest(name, presets.keys())
+      bag.error('PRESET_UNKNOWN', `unknown preset "${name}"`, loaded.locate(at), guess ? `did you mean "${guess}"?` : `available presets: ${[...presets.keys()].join(', ')}`)
+      return
+    }
+    const spec = fromMapping(preset.mapping(config), at, `preset:${name}`)
+    // Preset templates are ours: their errors would point at the presets entry.
+    for (const t of Object.values(spec.templates)) t.path = at
+    spec.preset = name
+    routes.push(spec)
+  })
+
+  return { routes, agents, implicitAgent: agents[0] === DEFAULT_AGENT }
+}
+
+function fromMapping(m: MappingConfig, at: PathSegment[], fallbackId: string): RouteSpec {
+  const templates: RouteSpec['templates'] = {}
+  const addTemplate = (field: TemplateField, key: keyof MappingConfig) => {
+    const v = m[key]
+    if (typeof v === 'string') templates[field] = { text: v, path: [...at, key] }
+  }
+  addTemplate('text', 'textTemplate')
+  addTemplate('message', 'messageTemplate')
+  addTemplate('name', 'name')
+  addTemplate('sessionKey', 'sessionKey')
+  addTemplate('to', 'to')
+  const spec: RouteSpec = {
+    id: m.id ?? fallbackId,
+    definitionKind: 'hook',
+    configPath: at,
+    matchPath: m.match.path,
+    action: m.action,
+    wakeMode: m.wakeMode ?? 'now',
+    templates,
+    deliver: m.deliver ?? true,
+    channel: m.channel ?? 'last',
+    allowUnsafeExternalContent: m.allowUnsafeExternalContent ?? false,
+  }
+  if (m.match.source !== undefined) spec.matchSource = m.match.source
+  if (m.agentId !== undefined) spec.agentId = m.agentId
+  if (m.model !== undefined) spec.model = m.model
+  if (m.thinking !== undefined) spec.thinking = m.thinking
+  if (m.timeoutSeconds !== undefined) spec.timeoutSeconds = m.timeoutSeconds
+  if (m.workflow !== undefined) spec.workflow = m.workflow
+  if (m.maxBodyBytes !== undefined) spec.maxBodyBytes = m.maxBodyBytes
+  if (m.transform) {
+    spec.transform = {
+      module: m.transform.module,
+      exportName: m.transform.export ?? 'default',
+      timeoutMs: m.transform.timeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS,
+      path: [...at, 'transform', 'module'],
+    }
+  }
+  return spec
+}
+
+function slug(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'trigger'
+}

@@ -1,0 +1,26 @@
+// The gmail preset: one agent mapping on /hooks/gmail fed by `hookgate webhooks gmail run`, which
+// posts the Gmail history it fetched as { messages: [{ id, from, subject, snippet, body }] }.
+import type { PresetDefinition } from './index.js'
+
+export const gmailPreset: PresetDefinition = {
+  name: 'gmail',
+  description: 'new Gmail messages → an isolated agent turn per message',
+  mapping(config) {
+    return {
+      id: 'preset:gmail',
+      match: { path: 'gmail' },
+      action: 'agent',
+      wakeMode: 'now',
+      name: 'Gmail',
+      sessionKey: 'hook:gmail:{{payload.messages[0].id}}',
+      messageTemplate: [
+        'New email from {{payload.messages[0].from}}',
+        'Subject: {{payload.messages[0].subject}}',
+        '{{payload.messages[0].snippet}}',
+        '{{payload.messages[0].body}}',
+      ].join('\n'),
+      // A message body with its headers is larger than the 256 KiB default.
+      maxBodyBytes: Math.max(1024 * 1024, (config.hooks.gmail?.maxBytes ?? 0) + 64 * 1024),
+    }
+  },
+}

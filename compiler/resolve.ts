@@ -1,0 +1,508 @@
+// Phase 4, resolve: every check the schema alone cannot make. Paths are normalised and held
+// inside the config tree, references (agents, workflows, presets) are looked up, secrets become
+// references the runtime resolves at start, and defaults for the server are filled in.
+import { createHash } from 'node:crypto'
+import { existsSync, realpathSync, statSync } from 'node:fs'
+import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { closest, type DiagnosticBag, type Location } from './diagnostics.js'
+import type { ExpandedConfig, RouteSpec } from './expand.js'
+import type { LoadedConfig, PathSegment } from './load.js'
+import type { HooksConfig, SecretRefConfig, TokenRefConfig, WorkflowConfig } from './schema.js'
+
+import type { SecretSpec } from '../runtime/bundle-format.js'
+export type { SecretSpec }
+
+export interface ResolvedRoute extends RouteSpec {
+  /** normalised name under the base path, e.g. `github` or `a/b` */
+  name: string
+  location: Location
+  /** absolute real path of the transform module */
+  transformFile?: string
+}
+
+export interface ResolvedAgent {
+  id: string
+  default: boolean
+  model: string
+  fallbackModels: string[]
+  /** null when the heartbeat is off */
+  heartbeatSeconds: number | null
+}
+
+export interface ResolvedTask {
+  id: string
+  agentId: string
+  name: string
+  schedule: string
+  target: 'agent' | 'workflow' | 'wake'
+  workflow?: string
+  prompt?: string
+  timeoutSeconds?: number
+  notify: 'silent' | 'done' | 'state'
+}
+
+export interface ServerSettings {
+  host: string
+  port: number
+  maxBodyBytes: number
+  bodyTimeoutMs: number
+  authFailures: { limit: number; windowMs: number; lockoutMs: number; maxTrackedClients: number }
+  trustedProxies: string[]
+  /** relative to the config directory unless absolute */
+  stateDir: string
+}
+
+export interface ResolvedConfig {
+  enabled: boolean
+  basePath: string
+  token?: SecretSpec
+  policy: {
+    /** null: any agent id; [] blocks explicit routing */
+    allowedAgentIds: string[] | null
+    allowRequestSessionKey: boolean
+    defaultSessionKey: string | null
+    allowedSessionKeyPrefixes: string[]
+  }
+  server: ServerSettings
+  agents: ResolvedAgent[]
+  defaultAgentId: string
+  workflows: WorkflowConfig[]
+  tasks: ResolvedTask[]
+  routes: ResolvedRoute[]
+  transformsDir?: string
+  gmail?: Record<string, unknown>
+}
+
+export const DEFAULT_SERVER: ServerSettings = {
+  host: '127.0.0.1',
+  port: 8787,
+  maxBodyBytes: 262144,
+  bodyTimeoutMs: 10_000,
+  authFailures: { limit: 20, windowMs: 60_000, lockoutMs: 60_000, maxTrackedClients: 10_000 },
+  trustedProxies: [],
+  stateDir: '.hookgate',
+}
+
+const RESERVED_NAMES = new Set(['wake', 'agent'])
+const SEGMENT = /^[A-Za-z0-9._~:@!$&'()*+,;=-]+$/
+const ENV_REF = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/
+const TRANSFORM_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs']
+
+export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loaded: LoadedConfig, bag: DiagnosticBag): ResolvedConfig {
+  const at = (path: PathSegment[], prefer: 'key' | 'value' = 'value') => loaded.locate(path, prefer)
+  const hooks = config.hooks
+  const enabled = hooks.enabled ?? false
+
+  // token
+  let token: SecretSpec | undefined
+  if (hooks.token === undefined) {
+    if (enabled) bag.error('TOKEN_REQUIRED', 'hooks.token is required when hooks.enabled is true', at(['hooks', 'enabled']), 'write token: ${HOOKGATE_TOKEN} (or { file: path }, or { generate: true })')
+  } else {
+    token = resolveToken(hooks.token, ['hooks', 'token'], loaded, bag)
+  }
+
+  const basePath = resolveBasePath(hooks.path ?? '/hooks', loaded, bag)
+
+  // session keys
+  const prefixes = hooks.allowedSessionKeyPrefixes ?? []
+  if (hooks.defaultSessionKey !== undefined && prefixes.length > 0 && !prefixes.some((p) => hooks.defaultSessionKey!.startsWith(p))) {
+    bag.error('SESSION_KEY_PREFIX', `defaultSessionKey "${hooks.defaultSessionKey}" does not start with any of hooks.allowedSessionKeyPrefixes (${prefixes.map((p) => JSON.stringify(p)).join(', ')})`, at(['hooks', 'defaultSessionKey']))
+  }
+
+  // agents
+  const agents = resolveAgents(config, expanded, loaded, bag)
+  const defaultAgentId = agents.find((a) => a.default)?.id ?? agents[0]!.id
+  const agentIds = new Set(agents.map((a) => a.id))
+  const allowed = hooks.allowedAgentIds === undefined || hooks.allowedAgentIds.includes('*') ? null : hooks.allowedAgentIds
+
+  // workflows
+  const workflows = config.workflows ?? []
+  checkWorkflows(workflows, agentIds, loaded, bag)
+  const workflowIds = new Set(workflows.map((w) => w.id))
+
+  // transforms directory
+  const transformsDir = hooks.transformsDir !== undefined ? resolveTransformsDir(hooks.transformsDir, loaded, bag) : undefined
+
+  // routes
+  const routes: ResolvedRoute[] = []
+  const seenIds = new Map<string, ResolvedRoute>()
+  const byName = new Map<string, ResolvedRoute[]>()
+  for (const spec of expanded.routes) {
+    const location = at(spec.configPath)
+    const matchPathAt = spec.preset ? spec.configPath : spec.definitionKind === 'trigger' ? [...spec.configPath, 'path'] : [...spec.configPath, 'match', 'path']
+    const name = normaliseName(spec.matchPath)
+    if (name === undefined) {
+      bag.error('MATCH_PATH_INVALID', `path "${spec.matchPath}" is not a usable name under ${basePath}: use segments of letters, digits and - _ . ~ separated by /`, at(matchPathAt))
+      continue
+    }
+    if (RESERVED_NAMES.has(name)) {
+      bag.error('RESERVED_PATH', `${basePath}/${name} is reserved for the built-in ${name} endpoint and cannot be mapped`, at(matchPathAt), 'choose another path')
+      continue
+    }
+    const route: ResolvedRoute = { ...spec, name, location }
+
+    const clash = seenIds.get(route.id)
+    if (clash) {
+      bag.error('DUPLICATE_MAPPING_ID', `mapping id "${route.id}" is already used at line ${clash.location.line}`, spec.preset ? location : at([...spec.configPath, 'id']))
+    } else {
+      seenIds.set(route.id, route)
+    }
+
+    const earlier = byName.get(name) ?? []
+    const identical = earlier.find((e) => e.matchSource === route.matchSource)
+    const catchAll = earlier.find((e) => e.matchSource === undefined)
+    if (identical && route.preset) {
+      bag.warning('PRESET_SHADOWED', `the ${route.preset} preset's mapping on "${name}" is shadowed by mapping "${identical.id}" (line ${identical.location.line})`, location)
+    } else if (identical) {
+      bag.error('DUPLICATE_MATCH', `mapping "${route.id}" matches the same path "${name}"${route.matchSource ? ` and source "${route.matchSource}"` : ''} as mapping "${identical.id}" (line ${identical.location.line})`, at(matchPathAt))
+    } else if (catchAll) {
+      bag.warning('UNREACHABLE_MAPPING', `mapping "${route.id}" can never match: mapping "${catchAll.id}" (line ${catchAll.location.line}) already takes every request to "${name}"`, at(matchPathAt), 'move the mapping with match.source before the one without')
+    }
+    earlier.push(route)
+    byName.set(name, earlier)
+
+    if (route.agentId !== undefined && spec.definitionKind === 'hook') {
+      const agentAt = at([...spec.configPath, 'agentId'])
+      if (!agentIds.has(route.agentId)) {
+        bag.error('AGENT_UNKNOWN', `agentId "${route.agentId}" names no agent declared under agents`, agentAt, hintFrom(route.agentId, agentIds))
+      } else if (allowed !== null && !allowed.includes(route.agentId)) {
+        bag.error('AGENT_NOT_ALLOWED', `agentId "${route.agentId}" is not in hooks.allowedAgentIds, so every request to this mapping would be refused`, agentAt)
+      }
+    }
+
+    if (route.action === 'workflow') {
+      const wfAt = at([...spec.configPath, 'workflow'])
+      if (route.workflow === undefined) {
+        bag.error('WORKFLOW_MISSING', `mapping "${route.id}" has action workflow but no workflow target`, location, 'add workflow: <id of a workflow under workflows>')
+      } else if (!workflowIds.has(route.workflow)) {
+        bag.error('WORKFLOW_UNKNOWN', `workflow "${route.workflow}" is not declared under workflows`, wfAt, hintFrom(route.workflow, workflowIds))
+      }
+    }
+    warnIgnoredFields(route, loaded, bag)
+
+    if (route.transform) {
+      if (!transformsDir) {
+        bag.error('TRANSFORMS_DIR_REQUIRED', `mapping "${route.id}" has a transform but hooks.transformsDir is not set`, at(route.transform.path))
+      } else {
+        const file = resolveTransformModule(route.transform.module, transformsDir, route.transform.path, loaded, bag)
+        if (file) route.transformFile = file
+      }
+    }
+    if (route.model?.startsWith('builtin/') && route.model !== 'builtin/echo') {
+      bag.error('MODEL_INVALID', `unknown built-in model "${route.model}"`, at([...spec.configPath, 'model']), 'the built-in model is builtin/echo')
+    }
+    routes.push(route)
+  }
+
+  const tasks = resolveTasks(config, loaded, bag, workflowIds)
+
+  const s = config.server ?? {}
+  const server: ServerSettings = {
+    host: s.host ?? DEFAULT_SERVER.host,
+    port: s.port ?? DEFAULT_SERVER.port,
+    maxBodyBytes: s.maxBodyBytes ?? DEFAULT_SERVER.maxBodyBytes,
+    bodyTimeoutMs: s.bodyTimeoutSeconds !== undefined ? Math.round(s.bodyTimeoutSeconds * 1000) : DEFAULT_SERVER.bodyTimeoutMs,
+    authFailures: {
+      limit: s.authFailures?.limit ?? DEFAULT_SERVER.authFailures.limit,
+      windowMs: s.authFailures?.windowSeconds !== undefined ? Math.round(s.authFailures.windowSeconds * 1000) : DEFAULT_SERVER.authFailures.windowMs,
+      lockoutMs: s.authFailures?.lockoutSeconds !== undefined ? Math.round(s.authFailures.lockoutSeconds * 1000) : DEFAULT_SERVER.authFailures.lockoutMs,
+      maxTrackedClients: s.authFailures?.maxTrackedClients ?? DEFAULT_SERVER.authFailures.maxTrackedClients,
+    },
+    trustedProxies: checkTrustedProxies(s.trustedProxies ?? [], loaded, bag),
+    stateDir: s.stateDir ?? DEFAULT_SERVER.stateDir,
+  }
+
+  let gmail: Record<string, unknown> | undefined
+  if (hooks.gmail) {
+    const { pushToken, ...rest } = hooks.gmail
+    gmail = { ...rest }
+    if (pushToken !== undefined) gmail.pushToken = resolveSecret(pushToken, ['hooks', 'gmail', 'pushToken'], loaded, bag)
+  }
+
+  const resolved: ResolvedConfig = {
+    enabled,
+    basePath,
+    policy: {
+      allowedAgentIds: allowed,
+      allowRequestSessionKey: hooks.allowRequestSessionKey ?? false,
+      defaultSessionKey: hooks.defaultSessionKey ?? null,
+      allowedSessionKeyPrefixes: prefixes,
+    },
+    server,
+    agents,
+    defaultAgentId,
+    workflows,
+    tasks,
+    routes,
+  }
+  if (token) resolved.token = token
+  if (transformsDir) resolved.transformsDir = transformsDir
+  if (gmail) resolved.gmail = gmail
+  return resolved
+}
+
+function resolveToken(ref: TokenRefConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | undefined {
+  if (typeof ref === 'object' && 'generate' in ref) return { kind: 'generate' }
+  if (typeof ref === 'string' && !ENV_REF.test(ref) && !ref.includes('${')) {
+    const where = loaded.locate(path)
+    bag.warning('TOKEN_LITERAL', 'hooks.token is written in the file; anyone who can read the repo can call the hooks', where, 'use token: ${HOOKGATE_TOKEN} or token: { file: /run/secrets/hook-token }; only a SHA-256 of the literal reaches the bundle')
+    if (ref.length < 24) bag.warning('TOKEN_SHORT', `hooks.token has ${ref.length} characters; use at least 24 random ones`, where, 'e.g. openssl rand -hex 24')
+    return { kind: 'digest', sha256: createHash('sha256').update(ref).digest('hex') }
+  }
+  return resolveSecret(ref, path, loaded, bag)
+}
+
+function resolveSecret(ref: SecretRefConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | undefined {
+  if (typeof ref === 'object') {
+    if ('env' in ref) return { kind: 'env', name: ref.env }
+    return { kind: 'file', path: ref.file }
+  }
+  const m = ENV_REF.exec(ref)
+  if (m) return { kind: 'env', name: m[1]! }
+  if (ref.includes('${')) {
+    bag.error('SECRET_REF_INVALID', `"${ref}" is not a secret reference: write \${NAME} with letters, digits and _ only, and nothing around it`, loaded.locate(path))
+    return undefined
+  }
+  bag.error('SECRET_LITERAL', `${path.join('.')} must be a reference, not the secret itself`, loaded.locate(path), 'write ${ENV_NAME} or { file: path }')
+  return undefined
+}
+
+/** '/hooks/' → '/hooks'; '/' and paths with '?', '#', '..' or spaces are errors. */
+function resolveBasePath(raw: string, loaded: LoadedConfig, bag: DiagnosticBag): string {
+  const where = loaded.locate(['hooks', 'path'])
+  const segments = raw.split('/').filter((s) => s.length > 0)
+  if (segments.length === 0) {
+    bag.error('BASE_PATH_INVALID', `hooks.path "${raw}" would put the hooks at the root of the server`, where, 'use a path like /hooks')
+    return '/hooks'
+  }
+  if (segments.some((s) => s === '.' || s === '..' || !SEGMENT.test(s))) {
+    bag.error('BASE_PATH_INVALID', `hooks.path "${raw}" is not a plain URL path (no ?, #, %, spaces, "." or ".." segments)`, where)
+    return '/hooks'
+  }
+  const normal = '/' + segments.join('/')
+  if (normal !== raw) bag.warning('BASE_PATH_NORMALISED', `hooks.path "${raw}" is served as "${normal}"`, where, `write path: ${normal}`)
+  return normal
+}
+
+/** 'github', '/github/' → 'github'; 'a/b' stays; undefined when it cannot be a name. */
+export function normaliseName(raw: string): string | undefined {
+  const segments = raw.split('/').filter((s) => s.length > 0)
+  if (segments.length === 0 || segments.some((s) => s === '.' || s === '..' || !SEGMENT.test(s))) return undefined
+  return segments.join('/')
+}
+
+function resolveAgents(config: HooksConfig, expanded: ExpandedConfig, loaded: LoadedConfig, bag: DiagnosticBag): ResolvedAgent[] {
+  const declared = config.agents ?? []
+  const seen = new Set<string>()
+  declared.forEach((a, i) => {
+    if (seen.has(a.id)) bag.error('AGENT_DUPLICATE_ID', `agent id "${a.id}" is declared twice`, loaded.locate(['agents', i, 'id']))
+    seen.add(a.id)
+    if (a.model.startsWith('builtin/') && a.model !== 'builtin/echo') {
+      bag.error('MODEL_INVALID', `unknown built-in model "${a.model}"`, loaded.locate(['agents', i, 'model']), 'the built-in model is builtin/echo')
+    }
+  })
+  const defaults = declared.map((a, i) => ({ a, i })).filter(({ a }) => a.default === true)
+  if (declared.length > 1 && defaults.length !== 1) {
+    const where = defaults.length > 1 ? loaded.locate(['agents', defaults[1]!.i, 'default']) : loaded.locate(['agents'])
+    bag.error('AGENT_DEFAULT', defaults.length > 1 ? `${defaults.length} agents are marked default: true; exactly one may be` : `${declared.length} agents are declared and none is marked default: true`, where, 'mark exactly one agent with default: true')
+  }
+  return expanded.agents.map((a) => ({
+    id: a.id,
+    default: declared.length <= 1 ? true : a.default === true,
+    model: a.model,
+    fallbackModels: a.fallbackModels ?? [],
+    heartbeatSeconds: parseDurationSeconds(a.heartbeat?.every ?? '30m'),
+  }))
+}
+
+/** '30s' → 30, '5m' → 300, 'off' → null (the schema already checked the form). */
+export function parseDurationSeconds(text: string): number | null {
+  if (text === 'off') return null
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text)
+  if (!m) return null
+  const unit = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd']
+  return Number(m[1]) * unit
+}
+
+function checkWorkflows(workflows: WorkflowConfig[], agentIds: Set<string>, loaded: LoadedConfig, bag: DiagnosticBag): void {
+  const ids = new Set<string>()
+  workflows.forEach((wf, w) => {
+    if (ids.has(wf.id)) bag.error('WORKFLOW_DUPLICATE_ID', `workflow id "${wf.id}" is declared twice`, loaded.locate(['workflows', w, 'id']))
+    ids.add(wf.id)
+    const steps = new Map<string, number>()
+    wf.steps.forEach((step, s) => {
+      if (steps.has(step.id)) bag.error('WORKFLOW_DUPLICATE_ID', `step id "${step.id}" is used twice in workflow "${wf.id}"`, loaded.locate(['workflows', w, 'steps', s, 'id']))
+      steps.set(step.id, s)
+      if (step.agentId !== undefined && !agentIds.has(step.agentId)) {
+        bag.error('AGENT_UNKNOWN', `agentId "${step.agentId}" names no agent declared under agents`, loaded.locate(['workflows', w, 'steps', s, 'agentId']), hintFrom(step.agentId, agentIds))
+      }
+    })
+    wf.steps.forEach((step, s) => {
+      ;(step.needs ?? []).forEach((need, n) => {
+        if (!steps.has(need)) bag.error('WORKFLOW_STEP_UNKNOWN', `step "${step.id}" needs "${need}", which is not a step of workflow "${wf.id}"`, loaded.locate(['workflows', w, 'steps', s, 'needs', n]), hintFrom(need, new Set(steps.keys())))
+      })
+    })
+    const cycle = findCycle(wf)
+    if (cycle) {
+      const first = steps.get(cycle[0]!) ?? 0
+      bag.error('WORKFLOW_CYCLE', `workflow "${wf.id}" has a dependency cycle: ${cycle.join(' → ')}`, loaded.locate(['workflows', w, 'steps', first, 'needs']))
+    }
+  })
+}
+
+/** Depth-first search over `needs`; returns the cycle as step ids (first repeated at the end). */
+function findCycle(wf: WorkflowConfig): string[] | undefined {
+  const needs = new Map(wf.steps.map((s) => [s.id, s.needs ?? []]))
+  const state = new Map<string, 'open' | 'done'>()
+  const stack: string[] = []
+  const visit = (id: string): string[] | undefined => {
+    if (state.get(id) === 'done' || !needs.has(id)) return undefined
+    if (state.get(id) === 'open') return [...stack.slice(stack.indexOf(id)), id]
+    state.set(id, 'open')
+    stack.push(id)
+    for (const n of needs.get(id)!) {
+      const c = visit(n)
+      if (c) return c
+    }
+    stack.pop()
+    state.set(id, 'done')
+    return undefined
+  }
+  for (const s of wf.steps) {
+    const c = visit(s.id)
+    if (c) return c
+  }
+  return undefined
+}
+
+function resolveTransformsDir(raw: string, loaded: LoadedConfig, bag: DiagnosticBag): string | undefined {
+  const where = loaded.locate(['hooks', 'transformsDir'])
+  const configRoot = realpathSync(loaded.dir)
+  const wanted = resolve(loaded.dir, raw)
+  if (!isInside(wanted, loaded.dir) && !isInside(wanted, configRoot)) {
+    bag.error('TRANSFORMS_DIR_ESCAPE', `transformsDir "${raw}" is outside the directory of ${basename(loaded.absFile)}`, where, 'keep transforms in a folder beside hooks.yaml, e.g. transformsDir: transforms')
+    return undefined
+  }
+  if (!existsSync(wanted) || !statSync(wanted).isDirectory()) {
+    bag.error('TRANSFORMS_DIR_MISSING', `transformsDir "${raw}" does not exist or is not a directory`, where)
+    return undefined
+  }
+  const real = realpathSync(wanted)
+  if (!isInside(real, configRoot)) {
+    bag.error('TRANSFORMS_DIR_ESCAPE', `transformsDir "${raw}" resolves through a symlink to a folder outside the directory of ${basename(loaded.absFile)}`, where)
+    return undefined
+  }
+  return real
+}
+
+function resolveTransformModule(raw: string, dir: string, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): string | undefined {
+  const where = loaded.locate(path)
+  if (isAbsolute(raw) || /^[A-Za-z]:[\\/]/.test(raw) || raw.startsWith('\\')) {
+    bag.error('TRANSFORM_PATH_ESCAPE', `transform "${raw}" is an absolute path; write it relative to transformsDir`, where)
+    return undefined
+  }
+  if (raw.split(/[\\/]/).includes('..')) {
+    bag.error('TRANSFORM_PATH_ESCAPE', `transform "${raw}" is outside transformsDir ("..")`, where)
+    return undefined
+  }
+  const candidates = [raw, ...TRANSFORM_EXTENSIONS.map((e) => raw + e)].map((c) => join(dir, c))
+  const found = candidates.find((c) => existsSync(c) && statSync(c).isFile())
+  if (!found) {
+    bag.error('TRANSFORM_NOT_FOUND', `transform "${raw}" does not exist in transformsDir`, where, `looked for ${raw}${extname(raw) ? '' : ` and ${raw}{${TRANSFORM_EXTENSIONS.join(',')}}`}`)
+    return undefined
+  }
+  const real = realpathSync(found)
+  if (!isInside(real, dir)) {
+    bag.error('TRANSFORM_PATH_ESCAPE', `transform "${raw}" is a symlink to a file outside transformsDir`, where)
+    return undefined
+  }
+  return real
+}
+
+function extname(p: string): string {
+  const m = /\.[A-Za-z0-9]+$/.exec(p)
+  return m ? m[0] : ''
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = relative(parent, child)
+  return rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel))
+}
+
+function checkTrustedProxies(list: string[], loaded: LoadedConfig, bag: DiagnosticBag): string[] {
+  list.forEach((entry, i) => {
+    if (!isAddressOrCidr(entry)) {
+      bag.error('SCHEMA_FORMAT', `trustedProxies entry "${entry}" is not an IP address or CIDR range`, loaded.locate(['server', 'trustedProxies', i]), 'e.g. 127.0.0.1, 10.0.0.0/8, ::1, fd00::/8')
+    }
+  })
+  return list
+}
+
+function isAddressOrCidr(text: string): boolean {
+  const [addr, bits, extra] = text.split('/')
+  if (extra !== undefined || !addr) return false
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(addr)
+  const isV4 = !!v4 && v4.slice(1).every((o) => Number(o) <= 255)
+  const isV6 = !isV4 && /^[0-9a-fA-F:]+$/.test(addr) && addr.includes(':') && (addr.match(/::/g)?.length ?? 0) <= 1
+  if (!isV4 && !isV6) return false
+  if (bits === undefined) return true
+  const n = /^\d{1,3}$/.test(bits) ? Number(bits) : -1
+  return n >= 0 && n <= (isV4 ? 32 : 128)
+}
+
+function resolveTasks(config: HooksConfig, loaded: LoadedConfig, bag: DiagnosticBag, workflowIds: Set<string>): ResolvedTask[] {
+  const tasks: ResolvedTask[] = []
+  ;(config.agents ?? []).forEach((agent, a) => {
+    ;(agent.tasks ?? []).forEach((t, i) => {
+      const at: PathSegment[] = ['agents', a, 'tasks', i]
+      const problem = cronProblem(t.schedule)
+      if (problem) bag.error('CRON_INVALID', `schedule "${t.schedule}": ${problem}`, loaded.locate([...at, 'schedule']), 'five fields: minute hour day-of-month month day-of-week, e.g. "*/15 * * * *"')
+      if (t.target === 'workflow') {
+        if (t.workflow === undefined) bag.error('WORKFLOW_MISSING', `task "${t.name}" has target workflow but no workflow`, loaded.locate(at))
+        else if (!workflowIds.has(t.workflow)) bag.error('WORKFLOW_UNKNOWN', `workflow "${t.workflow}" is not declared under workflows`, loaded.locate([...at, 'workflow']), hintFrom(t.workflow, workflowIds))
+      }
+      const task: ResolvedTask = { id: `task:${agent.id}:${i + 1}`, agentId: agent.id, name: t.name, schedule: t.schedule, target: t.target, notify: t.notify ?? 'done' }
+      if (t.workflow !== undefined) task.workflow = t.workflow
+      if (t.prompt !== undefined) task.prompt = t.prompt
+      if (t.timeoutSeconds !== undefined) task.timeoutSeconds = t.timeoutSeconds
+      tasks.push(task)
+    })
+  })
+  return tasks
+}
+
+const CRON_FIELDS: Array<[string, number, number]> = [['minute', 0, 59], ['hour', 0, 23], ['day of month', 1, 31], ['month', 1, 12], ['day of week', 0, 7]]
+
+/** Undefined when the five-field expression is valid, else what is wrong with it. */
+export function cronProblem(expr: string): string | undefined {
+  const fields = expr.trim().split(/\s+/)
+  if (fields.length !== 5) return `has ${fields.length} fields, not 5`
+  for (let i = 0; i < 5; i++) {
+    const [label, min, max] = CRON_FIELDS[i]!
+    for (const part of fields[i]!.split(',')) {
+      const m = /^(\*|(\d+)(?:-(\d+))?)(?:\/(\d+))?$/.exec(part)
+      if (!m) return `${label} "${part}" is not a number, range, list or step`
+      const lo = m[2] !== undefined ? Number(m[2]) : min
+      const hi = m[3] !== undefined ? Number(m[3]) : lo
+      if (m[2] !== undefined && (lo < min || hi > max || lo > hi)) return `${label} "${part}" is outside ${min}-${max}`
+      if (m[4] !== undefined && Number(m[4]) === 0) return `${label} "${part}" has a step of 0`
+    }
+  }
+  return undefined
+}
+
+function warnIgnoredFields(route: ResolvedRoute, loaded: LoadedConfig, bag: DiagnosticBag): void {
+  if (route.definitionKind !== 'hook' || route.preset) return
+  const ignored: Array<[string, boolean]> = route.action === 'wake'
+    ? [['messageTemplate', route.templates.message !== undefined], ['workflow', route.workflow !== undefined], ['model', route.model !== undefined], ['thinking', route.thinking !== undefined], ['timeoutSeconds', route.timeoutSeconds !== undefined]]
+    : [['textTemplate', route.templates.text !== undefined], ...(route.action === 'agent' ? [['workflow', route.workflow !== undefined] as [string, boolean]] : [])]
+  for (const [key, set] of ignored) {
+    if (set) bag.warning('ACTION_FIELD_IGNORED', `${key} has no effect on ${route.action === 'agent' ? 'an' : 'a'} ${route.action} mapping`, loaded.locate([...route.configPath, key], 'key'))
+  }
+}
+
+function hintFrom(word: string, options: Set<string>): string | undefined {
+  const guess = closest(word, options)
+  if (guess !== undefined) return `did you mean "${guess}"?`
+  return options.size > 0 ? `declared: ${[...options].join(', ')}` : undefined
+}

@@ -1,0 +1,74 @@
+// Loads a compiled bundle: finds the file, checks the format version (and says which side to
+// upgrade), and builds the frozen route table that a request looks up once. No YAML, no schema,
+// no eval here: the bundle is plain ES module code emitted by the compiler.
+import { existsSync, statSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { BUNDLE_FILE, FORMAT_VERSION, type BundleConfig, type BundleManifest, type BundleModule, type BundleRoute, type BundleWorkflow } from './bundle-format.js'
+
+export interface LoadedBundle {
+  file: string
+  manifest: BundleManifest
+  config: BundleConfig
+  /** absolute directory that relative config paths (secret files, stateDir) start from */
+  configDir: string
+  /** name under the base path → the routes on that name, in match order */
+  routeTable: ReadonlyMap<string, readonly BundleRoute[]>
+  workflows: ReadonlyMap<string, BundleWorkflow>
+}
+
+export class BundleLoadError extends Error {
+  override name = 'BundleLoadError'
+}
+
+/** `PATH` is the compile --out directory or the bundle file in it. */
+export function bundleFileOf(pathOrDir: string): string {
+  const abs = resolve(pathOrDir)
+  return existsSync(abs) && statSync(abs).isDirectory() ? join(abs, BUNDLE_FILE) : abs
+}
+
+let loads = 0
+
+export async function loadBundle(pathOrDir: string): Promise<LoadedBundle> {
+  const file = bundleFileOf(pathOrDir)
+  if (!existsSync(file)) {
+    throw new BundleLoadError(`no bundle at ${file}: run \`hookgate compile hooks.yaml --out ${dirname(file)}\` first`)
+  }
+  let mod: Partial<BundleModule>
+  try {
+    // A fresh URL per load, so that a reload sees the new file rather than the module cache.
+    mod = await import(`${pathToFileURL(file).href}?load=${++loads}&mtime=${statSync(file).mtimeMs}`) as Partial<BundleModule>
+  } catch (err) {
+    throw new BundleLoadError(`cannot load bundle ${file}: ${(err as Error).message}`)
+  }
+  return checkBundle(mod, file)
+}
+
+export function checkBundle(mod: Partial<BundleModule>, file: string): LoadedBundle {
+  const manifest = mod.manifest
+  if (!manifest || typeof manifest.formatVersion !== 'number' || !mod.config || !Array.isArray(mod.routes)) {
+    throw new BundleLoadError(`${file} is not a hookgate bundle (no manifest); compile it with \`hookgate compile\``)
+  }
+  if (manifest.formatVersion > FORMAT_VERSION) {
+    throw new BundleLoadError(`bundle format ${manifest.formatVersion} (hookgate ${manifest.compilerVersion}) is newer than this runtime understands (format ${FORMAT_VERSION}): upgrade hookgate on this host`)
+  }
+  if (manifest.formatVersion < FORMAT_VERSION) {
+    throw new BundleLoadError(`bundle format ${manifest.formatVersion} (hookgate ${manifest.compilerVersion}) is older than this runtime needs (format ${FORMAT_VERSION}): recompile the bundle with this hookgate version`)
+  }
+  const table = new Map<string, BundleRoute[]>()
+  for (const route of mod.routes) {
+    const list = table.get(route.name) ?? []
+    list.push(Object.freeze(route))
+    table.set(route.name, list)
+  }
+  for (const list of table.values()) Object.freeze(list)
+  const workflows = new Map((mod.workflows ?? []).map((w) => [w.id, w]))
+  return Object.freeze({
+    file,
+    manifest,
+    config: mod.config,
+    configDir: resolve(dirname(file), mod.config.configDirFromBundle ?? '.'),
+    routeTable: table,
+    workflows,
+  })
+}
