@@ -1,0 +1,105 @@
+// The runtime side of the CLI: `hookgate try` (and, as they land, serve, runs, webhooks).
+// Imports nothing from the compiler side.
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { BundleLoadError, loadBundle } from './bundle.js'
+import { applyMapping, type HookAction } from './mapping.js'
+import { wrapExternalContent } from './envelope.js'
+
+const EXIT = { ok: 0, refused: 1, usage: 2 } as const
+
+export const TRY_USAGE = 'usage: hookgate try <name> --payload FILE [--bundle dist] [--header K:V ...] [--query k=v ...]'
+
+export async function main(command: string, argv: string[]): Promise<number | undefined> {
+  if (command === 'try') return tryCommand(argv)
+  process.stderr.write(`hookgate ${command}: not available in this build yet\n`)
+  return EXIT.usage
+}
+
+/** What a mapping would answer for a sample payload; exit 0 for 2xx, 1 otherwise, 2 for usage. */
+async function tryCommand(argv: string[]): Promise<number> {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        payload: { type: 'string' },
+        bundle: { type: 'string', default: 'dist' },
+        header: { type: 'string', multiple: true, default: [] },
+        query: { type: 'string', multiple: true, default: [] },
+      },
+    })
+  } catch (err) {
+    process.stderr.write(`hookgate try: ${(err as Error).message}\n${TRY_USAGE}\n`)
+    return EXIT.usage
+  }
+  const { values, positionals } = parsed
+  if (positionals.length !== 1 || !values.payload) {
+    process.stderr.write(`hookgate try: need one mapping name and --payload FILE\n${TRY_USAGE}\n`)
+    return EXIT.usage
+  }
+  const headers: Record<string, string> = Object.create(null)
+  for (const h of values.header!) {
+    const i = h.indexOf(':')
+    if (i <= 0) {
+      process.stderr.write(`hookgate try: --header takes NAME:VALUE, not "${h}"\n`)
+      return EXIT.usage
+    }
+    headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim()
+  }
+  const query: Record<string, string> = Object.create(null)
+  for (const q of values.query!) {
+    const i = q.indexOf('=')
+    query[i < 0 ? q : q.slice(0, i)] = i < 0 ? '' : q.slice(i + 1)
+  }
+
+  let bundle
+  try {
+    bundle = await loadBundle(values.bundle!)
+  } catch (err) {
+    process.stderr.write(`hookgate try: ${err instanceof BundleLoadError ? err.message : (err as Error).message}\n`)
+    return EXIT.usage
+  }
+  let text: string
+  try {
+    text = readFileSync(values.payload, 'utf8')
+  } catch (err) {
+    process.stderr.write(`hookgate try: cannot read ${values.payload}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`)
+    return EXIT.usage
+  }
+
+  const basePrefix = bundle.config.basePath.slice(1) + '/'
+  const name = positionals[0]!.replace(/^\/+/, '').replace(new RegExp('^' + basePrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), '').replace(/\/+$/, '')
+  const print = (status: number, body: Record<string, unknown>) => {
+    process.stdout.write(JSON.stringify({ status, ...body }, null, 2) + '\n')
+    return status < 300 ? EXIT.ok : EXIT.refused
+  }
+
+  let payload: unknown
+  try {
+    payload = text.trim() === '' ? {} : JSON.parse(text)
+  } catch (err) {
+    return print(400, { code: 'invalid_json', error: `the payload is not valid JSON: ${(err as Error).message}` })
+  }
+  const outcome = await applyMapping(bundle.routeTable.get(name), { payload, headers, query, path: name, now: new Date().toISOString() })
+  switch (outcome.kind) {
+    case 'no-match':
+      return print(404, { code: 'no_mapping', error: `no mapping matches ${bundle.config.basePath}/${name}` })
+    case 'skip':
+      return print(204, { mapping: outcome.route.id, skipped: true })
+    case 'error':
+      return print(outcome.status, { mapping: outcome.route.id, code: outcome.code, error: outcome.error })
+    case 'action': {
+      const status = outcome.action.kind === 'wake' ? 200 : 202
+      const source = `hook ${bundle.config.basePath}/${name}`
+      return print(status, { mapping: outcome.route.id, action: outcome.external ? envelop(outcome.action, source) : outcome.action, external: outcome.external })
+    }
+  }
+}
+
+/** The action as the agent will see it: the text built from external content inside the envelope. */
+function envelop(action: HookAction, source: string): HookAction {
+  if (action.kind === 'agent') return { ...action, message: wrapExternalContent(action.message, { source }) }
+  return { ...action, text: wrapExternalContent(action.text, { source }) }
+}

@@ -1,0 +1,157 @@
+// The request-time half of a mapping: pick the route (match.source), render its compiled
+// templates, run its transform with a time limit, merge the transform's answer, and produce the
+// action. Used by the server and by `hookgate try`, so both answer the same.
+//
+// Hot path: no file reads, no eval, no per-request allocation beyond the context and the action.
+import type { BundleRoute, RenderContext, WakeMode } from './bundle-format.js'
+import { templateHelpers } from './template-helpers.js'
+
+export interface MappingInput {
+  payload: unknown
+  headers: Record<string, string>
+  query: Record<string, string>
+  /** the name under the base path */
+  path: string
+  /** ISO-8601 request time */
+  now: string
+}
+
+export interface WakeAction {
+  kind: 'wake'
+  text: string
+  mode: WakeMode
+  agentId: string | null
+}
+
+export interface AgentAction {
+  kind: 'agent'
+  message: string
+  name: string | null
+  agentId: string | null
+  sessionKey: string | null
+  wakeMode: WakeMode
+  deliver: boolean
+  channel: string
+  to: string | null
+  model: string | null
+  thinking: string | null
+  timeoutSeconds: number | null
+}
+
+export interface WorkflowAction {
+  kind: 'workflow'
+  workflow: string
+  name: string | null
+  agentId: string | null
+  /** the input the workflow's step templates render against */
+  text: string
+}
+
+export type HookAction = WakeAction | AgentAction | WorkflowAction
+
+export type MappingOutcome =
+  | { kind: 'action'; route: BundleRoute; action: HookAction; external: boolean }
+  | { kind: 'skip'; route: BundleRoute }
+  | { kind: 'no-match' }
+  | { kind: 'error'; route: BundleRoute; status: 500; code: 'transform_failed' | 'transform_timeout' | 'transform_invalid_output'; error: string }
+
+/** Keys a transform may return, with the type each must have. */
+const OVERRIDES: Record<string, 'string' | 'boolean' | 'number' | 'mode'> = {
+  text: 'string', message: 'string', name: 'string', agentId: 'string', sessionKey: 'string', mode: 'mode', wakeMode: 'mode',
+  deliver: 'boolean', channel: 'string', to: 'string', model: 'string', thinking: 'string', timeoutSeconds: 'number',
+}
+
+/** The first route on the name whose match.source fits the payload, or undefined. */
+export function selectRoute(routes: readonly BundleRoute[], payload: unknown): BundleRoute | undefined {
+  const source = payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source') ? (payload as Record<string, unknown>).source : undefined
+  for (const r of routes) {
+    if (r.source === null || r.source === source) return r
+  }
+  return undefined
+}
+
+export async function applyMapping(routes: readonly BundleRoute[] | undefined, input: MappingInput): Promise<MappingOutcome> {
+  const route = routes && selectRoute(routes, input.payload)
+  if (!route) return { kind: 'no-match' }
+  const ctx: RenderContext = Object.assign(Object.create(null), input)
+  const render = (field: keyof BundleRoute['render']): string | null => {
+    const fn = route.render[field]
+    return fn ? fn(ctx, templateHelpers) : null
+  }
+  let action = baseAction(route, render)
+
+  if (route.transform) {
+    let out: unknown
+    try {
+      out = await withTimeout(
+        Promise.resolve().then(() => route.transform!.fn(Object.freeze({ payload: input.payload, headers: input.headers, query: input.query, path: input.path }))),
+        route.transform.timeoutMs,
+      )
+    } catch (err) {
+      if (err === TIMEOUT) return { kind: 'error', route, status: 500, code: 'transform_timeout', error: `transform of mapping "${route.id}" did not finish within ${route.transform.timeoutMs} ms` }
+      return { kind: 'error', route, status: 500, code: 'transform_failed', error: `transform of mapping "${route.id}" failed` }
+    }
+    if (out === null) return { kind: 'skip', route }
+    if (out !== undefined) {
+      const merged = mergeOverride(action, out)
+      if (typeof merged === 'string') return { kind: 'error', route, status: 500, code: 'transform_invalid_output', error: `transform of mapping "${route.id}" returned ${merged}` }
+      action = merged
+    }
+  }
+  return { kind: 'action', route, action, external: !route.allowUnsafeExternalContent }
+}
+
+function baseAction(route: BundleRoute, render: (f: keyof BundleRoute['render']) => string | null): HookAction {
+  if (route.action === 'wake') {
+    return { kind: 'wake', text: render('text') ?? '', mode: route.wakeMode, agentId: route.agentId }
+  }
+  if (route.action === 'workflow') {
+    return { kind: 'workflow', workflow: route.workflow ?? '', name: render('name'), agentId: route.agentId, text: render('message') ?? '' }
+  }
+  return {
+    kind: 'agent',
+    message: render('message') ?? '',
+    name: render('name'),
+    agentId: route.agentId,
+    sessionKey: render('sessionKey') || null,
+    wakeMode: route.wakeMode,
+    deliver: route.deliver,
+    channel: route.channel,
+    to: render('to') || null,
+    model: route.model,
+    thinking: route.thinking,
+    timeoutSeconds: route.timeoutSeconds,
+  }
+}
+
+/** Returns the merged action, or a sentence saying what is wrong with the transform's answer. */
+function mergeOverride(action: HookAction, out: unknown): HookAction | string {
+  if (typeof out !== 'object' || Array.isArray(out)) return `${Array.isArray(out) ? 'an array' : typeof out}, not an object, null or nothing`
+  const next: Record<string, unknown> = { ...action }
+  for (const key of Object.keys(out as object)) {
+    const want = OVERRIDES[key]
+    const value = (out as Record<string, unknown>)[key]
+    if (!want) return `an unknown key "${key}" (allowed: ${Object.keys(OVERRIDES).join(', ')})`
+    if (value === undefined) continue
+    if (want === 'mode') {
+      if (value !== 'now' && value !== 'next-heartbeat') return `${key} "${String(value)}" (must be now or next-heartbeat)`
+      next[action.kind === 'wake' ? 'mode' : 'wakeMode'] = value
+      continue
+    }
+    if (typeof value !== want) return `${key} of type ${typeof value} (must be ${want})`
+    if (key === 'text' && action.kind === 'agent') next.message = value
+    else if (key === 'message' && action.kind !== 'agent') next.text = value
+    else if (key in next) next[key] = value
+  }
+  return next as unknown as HookAction
+}
+
+const TIMEOUT = Symbol('timeout')
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(TIMEOUT), ms) }),
+  ]).finally(() => clearTimeout(timer))
+}
