@@ -1,6 +1,6 @@
 // Phase 1, load: reads hooks.yaml and parses it with node positions kept, so that every later
 // phase can point at the YAML node a finding is about (file:line:col plus JSON pointer).
-import { readFileSync } from 'node:fs'
+import { readFileSync, realpathSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
 import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml'
 import type { DiagnosticBag, Location } from './diagnostics.js'
@@ -103,7 +103,8 @@ export function parseConfigSource(source: string, absFile: string, bag: Diagnost
   return {
     absFile,
     file: shown,
-    dir: dirname(absFile),
+    // The real directory: transforms resolve through symlinks, so their paths must compare with it.
+    dir: realDirOf(absFile),
     source,
     value,
     locate(path, prefer = 'value') {
@@ -125,6 +126,14 @@ export function parseConfigSource(source: string, absFile: string, bag: Diagnost
       }
       return at(idx >= 0 ? range[0] + idx : range[0], pointer(path))
     },
+  }
+}
+
+function realDirOf(absFile: string): string {
+  try {
+    return realpathSync(dirname(absFile))
+  } catch {
+    return dirname(absFile)
   }
 }
 

@@ -182,7 +182,8 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
 
     if (route.transform) {
       if (!transformsDir) {
-        bag.error('TRANSFORMS_DIR_REQUIRED', `mapping "${route.id}" has a transform but hooks.transformsDir is not set`, at(route.transform.path))
+        // A transformsDir that was set but refused has its own error already.
+        if (hooks.transformsDir === undefined) bag.error('TRANSFORMS_DIR_REQUIRED', `mapping "${route.id}" has a transform but hooks.transformsDir is not set`, at(route.transform.path))
       } else {
         const file = resolveTransformModule(route.transform.module, transformsDir, route.transform.path, loaded, bag)
         if (file) route.transformFile = file
@@ -424,7 +425,8 @@ function extname(p: string): string {
   return m ? m[0] : ''
 }
 
-function isInside(child: string, parent: string): boolean {
+/** True when `child` is `parent` or lies below it (both absolute, already real paths where it matters). */
+export function isInside(child: string, parent: string): boolean {
   const rel = relative(parent, child)
   return rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel))
 }

@@ -24,7 +24,9 @@ export class BundleLoadError extends Error {
 /** `PATH` is the compile --out directory or the bundle file in it. */
 export function bundleFileOf(pathOrDir: string): string {
   const abs = resolve(pathOrDir)
-  return existsSync(abs) && statSync(abs).isDirectory() ? join(abs, BUNDLE_FILE) : abs
+  if (existsSync(abs)) return statSync(abs).isDirectory() ? join(abs, BUNDLE_FILE) : abs
+  // Not there yet: a name ending in .mjs/.js means the file, anything else the --out directory.
+  return /\.m?js$/.test(abs) ? abs : join(abs, BUNDLE_FILE)
 }
 
 let loads = 0

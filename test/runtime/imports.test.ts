@@ -1,0 +1,197 @@
+// The runtime's footprint (DESIGN §1): runtime/ never imports compiler/, yaml, typebox or
+// esbuild, and its only package besides Node built-ins is undici. Every .ts file under runtime/
+// (the source tree, not build/) is parsed with the TypeScript parser, so comments and strings that
+// merely mention an import cannot confuse the scan, and every form is seen: import, import type,
+// export … from, import x = require(), dynamic import(), require() and import('…') types.
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import ts from 'typescript'
+import { suite } from 'uvu'
+import * as assert from 'uvu/assert'
+import { repoRoot } from '../helpers/paths.js'
+
+const runtimeDir = join(repoRoot, 'runtime')
+const compilerDir = join(repoRoot, 'compiler')
+
+type ImportKind = 'import' | 'export from' | 'import = require' | 'dynamic import' | 'require' | 'import type node'
+
+interface FoundImport {
+  kind: ImportKind
+  /** the module specifier, or null when it is computed at run time */
+  specifier: string | null
+  /** 1-based */
+  line: number
+}
+
+/** Every module reference in a TypeScript source text. */
+function findImports(source: string, fileName = 'source.ts'): FoundImport[] {
+  const sf = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+  const found: FoundImport[] = []
+  const add = (kind: ImportKind, node: ts.Node, spec: ts.Node | undefined) => {
+    const specifier = spec && ts.isStringLiteralLike(spec) ? spec.text : null
+    found.push({ kind, specifier, line: sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1 })
+  }
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node)) add('import', node, node.moduleSpecifier)
+    else if (ts.isExportDeclaration(node) && node.moduleSpecifier) add('export from', node, node.moduleSpecifier)
+    else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) add('import = require', node, node.moduleReference.expression)
+    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) add('dynamic import', node, node.arguments[0])
+    else if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'require') add('require', node, node.arguments[0])
+    else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) add('import type node', node, node.argument.literal)
+    ts.forEachChild(node, visit)
+  }
+  visit(sf)
+  return found
+}
+
+const FORBIDDEN_PACKAGES = ['yaml', 'typebox', '@sinclair/typebox', 'esbuild']
+const ALLOWED_PACKAGES = new Set(['undici'])
+
+function isRelativeOrAbsolute(specifier: string): boolean {
+  return specifier.startsWith('./') || specifier.startsWith('../') || specifier === '.' || specifier === '..' || isAbsolute(specifier)
+}
+
+/** 'undici' for 'undici/lib/x', '@scope/pkg' for '@scope/pkg/sub'; undefined for node:, relative and absolute. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith('node:') || isRelativeOrAbsolute(specifier)) return undefined
+  const parts = specifier.split('/')
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]
+}
+
+function isInside(child: string, parent: string): boolean {
+  const rel = relative(parent, child)
+  return rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel))
+}
+
+/** Why `specifier`, imported from `fromFile`, must not be in the runtime; undefined when it may. */
+function forbiddenReason(specifier: string, fromFile: string): string | undefined {
+  const pkg = packageOf(specifier)
+  if (pkg !== undefined && FORBIDDEN_PACKAGES.includes(pkg)) return `imports the compile-time package ${pkg}`
+  if (isRelativeOrAbsolute(specifier) && isInside(resolve(dirname(fromFile), specifier), compilerDir)) return 'imports from compiler/'
+  return undefined
+}
+
+/** Human-readable findings for one source text. */
+function problemsIn(source: string, fromFile: string): string[] {
+  const shown = relative(repoRoot, fromFile)
+  return findImports(source, fromFile).flatMap((imp) => {
+    const reason = imp.specifier === null ? undefined : forbiddenReason(imp.specifier, fromFile)
+    return reason ? [`${shown}:${imp.line}: ${imp.kind} ${JSON.stringify(imp.specifier)} ${reason}`] : []
+  })
+}
+
+function listTypeScript(dir: string): string[] {
+  return readdirSync(dir).sort().flatMap((name) => {
+    const full = join(dir, name)
+    if (statSync(full).isDirectory()) return listTypeScript(full)
+    return name.endsWith('.ts') ? [full] : []
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+const scanner = suite('findImports (the scanner this test relies on)')
+
+const synthetic = join(runtimeDir, 'synthetic.ts')
+const nested = join(runtimeDir, 'deep', 'synthetic.ts')
+
+const FORBIDDEN_FORMS: Array<[string, string, string]> = [
+  ['a named import of yaml', "import { parse } from 'yaml'\n", synthetic],
+  ['a multi-line import of yaml', 'import {\n  parse,\n  stringify,\n} from "yaml"\n', synthetic],
+  ['a side-effect import of esbuild', "import 'esbuild'\n", synthetic],
+  ['a default import of typebox', "import Type from 'typebox'\n", synthetic],
+  ['an import of a typebox sub-path', "import { Compile } from 'typebox/compile'\n", synthetic],
+  ['an import of the old @sinclair/typebox', "import { Type } from '@sinclair/typebox'\n", synthetic],
+  ['a namespace import of esbuild', "import * as esbuild from 'esbuild'\n", synthetic],
+  ['an import type from compiler/', "import type { HooksConfig } from '../compiler/schema.js'\n", synthetic],
+  ['an export * from compiler/', "export * from '../compiler/index.js'\n", synthetic],
+  ['an export { } from yaml', "export { parse } from 'yaml'\n", synthetic],
+  ['a dynamic import() of yaml', "const m = await import('yaml')\n", synthetic],
+  ['a dynamic import() with a template literal', 'const m = await import(`esbuild`)\n', synthetic],
+  ['a dynamic import() of compiler/ inside a function', "export async function f() {\n  if (Math.random() > 2) {\n    return import('../compiler/emit.js')\n  }\n}\n", synthetic],
+  ['a require() of esbuild', "const esbuild = require('esbuild')\n", synthetic],
+  ['an import = require() of typebox', "import Type = require('typebox')\n", synthetic],
+  ['an import("…") type of compiler/', "let c: import('../compiler/resolve.js').ResolvedConfig | undefined\n", synthetic],
+  ['a relative import from a nested runtime folder into compiler/', "import { compileFile } from '../../compiler/index.js'\n", nested],
+  ['an absolute import into compiler/', `import { compileFile } from ${JSON.stringify(join(compilerDir, 'index.js'))}\n`, synthetic],
+]
+
+for (const [what, source, from] of FORBIDDEN_FORMS) {
+  scanner(`catches ${what}`, () => {
+    assert.is(problemsIn(source, from).length, 1, `not caught in:\n${source}`)
+  })
+}
+
+scanner('does not flag comments, strings, node: built-ins, undici, runtime siblings or look-alike folders', () => {
+  const source = [
+    "// import { parse } from 'yaml'",
+    "/* const esbuild = require('esbuild') */",
+    "const text = \"import 'typebox'\"",
+    "const code = `export * from '../compiler/index.js'`",
+    "import { readFileSync } from 'node:fs'",
+    "import { request } from 'undici'",
+    "import { FORMAT_VERSION } from './bundle-format.js'",
+    "import { x } from './compiler/local.js'",
+    "import { y } from '../compilers/other.js'",
+    "import { z } from 'yaml-ish'",
+    'const later = await import(someUrl)',
+  ].join('\n')
+  assert.equal(problemsIn(source, synthetic), [])
+})
+
+scanner('reports the kind, the specifier and the line of every form', () => {
+  const source = "import a from 'a'\nexport { b } from 'b'\nconst c = require('c')\nconst d = await import('d')\nconst e = await import(url)\n"
+  assert.equal(findImports(source), [
+    { kind: 'import', specifier: 'a', line: 1 },
+    { kind: 'export from', specifier: 'b', line: 2 },
+    { kind: 'require', specifier: 'c', line: 3 },
+    { kind: 'dynamic import', specifier: 'd', line: 4 },
+    { kind: 'dynamic import', specifier: null, line: 5 },
+  ])
+})
+
+scanner('names the package of a bare specifier', () => {
+  assert.is(packageOf('undici'), 'undici')
+  assert.is(packageOf('undici/lib/fetch'), 'undici')
+  assert.is(packageOf('@sinclair/typebox/compiler'), '@sinclair/typebox')
+  assert.is(packageOf('node:fs'), undefined)
+  assert.is(packageOf('./x.js'), undefined)
+  assert.is(packageOf('/abs/x.js'), undefined)
+})
+
+// ---------------------------------------------------------------------------------------------
+const runtime = suite('runtime/ source files')
+
+const files = listTypeScript(runtimeDir)
+
+runtime('are found in the source tree', () => {
+  const names = files.map((f) => relative(runtimeDir, f))
+  for (const expected of ['bundle.ts', 'bundle-format.ts', 'mapping.ts', 'template-helpers.ts']) {
+    assert.ok(names.includes(expected), `${expected} was not scanned`)
+  }
+  assert.ok(files.every((f) => !f.includes(`${sep}build${sep}`)), 'the scan must read sources, not build/')
+})
+
+runtime('never import yaml, typebox, esbuild or anything under compiler/', () => {
+  const problems = files.flatMap((f) => problemsIn(readFileSync(f, 'utf8'), f))
+  assert.equal(problems, [])
+})
+
+runtime('import no package other than undici besides node: built-ins', () => {
+  const packages = new Set<string>()
+  for (const f of files) {
+    for (const imp of findImports(readFileSync(f, 'utf8'), f)) {
+      const pkg = imp.specifier === null ? undefined : packageOf(imp.specifier)
+      if (pkg !== undefined) packages.add(pkg)
+    }
+  }
+  assert.equal([...packages].filter((p) => !ALLOWED_PACKAGES.has(p)), [], 'bare imports other than undici (write node built-ins as node:…)')
+})
+
+runtime('compute a module specifier only where bundle.ts imports the bundle file', () => {
+  // a computed import('…') could load anything at run time; the one expected is the bundle itself
+  const computed = files.flatMap((f) => findImports(readFileSync(f, 'utf8'), f).filter((imp) => imp.specifier === null).map((imp) => `${relative(runtimeDir, f)}:${imp.kind}`))
+  assert.equal(computed, ['bundle.ts:dynamic import'])
+})
+
+scanner.run()
+runtime.run()
