@@ -1,0 +1,318 @@
+// Run history: one row per accepted request (and per trigger or task run), kept durably in
+// `<stateDir>/runs.jsonl` on top of the group-commit journal. The file is an event log: a `run`
+// record creates a row, a `status` record moves it on; folding the file rebuilds every row, which
+// is how a restarted process finds the runs it must resume and how `hookgate runs` reads the
+// history while a server holds the file open.
+//
+// Memory holds exactly what is on disk: a row changes in memory only after its record is
+// durable. Every row stays in the in-memory Map for the life of the process (it is the history);
+// compacting the file and bounding the Map (dropping finished rows past a retention) is future work.
+import { join } from 'node:path'
+import { Journal, type JournalOptions } from './journal.js'
+
+export const RUNS_FILE = 'runs.jsonl'
+
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped'
+export type DefinitionKind = 'hook' | 'trigger' | 'task'
+export type RunAction = 'wake' | 'agent' | 'workflow'
+
+export interface RunRow {
+  /** the runId given in the HTTP response */
+  id: string
+  definitionKind: DefinitionKind
+  /** mapping id, 'wake', 'agent', trigger or task id */
+  definitionId: string
+  correlationId: string
+  action: RunAction
+  status: RunStatus
+  createdAt: string
+  updatedAt: string
+  startedAt?: string
+  finishedAt?: string
+  agentId?: string
+  sessionKey?: string
+  name?: string
+  /** a human sentence, never a stack: only the first line is kept */
+  error?: string
+  attempts?: number
+  /** a short summary of the output, at most RESULT_MAX_CHARS characters */
+  result?: string
+  /** what is needed to run the action again after a crash (the rendered action); `hookgate runs` shows it only with --json */
+  request?: unknown
+}
+
+export type RunRecord =
+  | { type: 'run'; row: RunRow }
+  | { type: 'status'; id: string; status: RunStatus; at: string; error?: string; result?: string; attempts?: number }
+
+/** startedAt and finishedAt default to the creation time when the run starts out running or finished */
+export type NewRun = Omit<RunRow, 'status' | 'createdAt' | 'updatedAt'> & { status?: RunStatus }
+export interface TransitionExtra { error?: string; result?: string; attempts?: number }
+
+export interface RunStoreOptions extends JournalOptions {
+  /** the clock for timestamps (tests) */
+  now?: () => Date
+}
+
+export const RESULT_MAX_CHARS = 500
+export const ERROR_MAX_CHARS = 1000
+
+const STATUSES: ReadonlySet<string> = new Set<RunStatus>(['queued', 'running', 'succeeded', 'failed', 'timed_out', 'skipped'])
+const KINDS: ReadonlySet<string> = new Set<DefinitionKind>(['hook', 'trigger', 'task'])
+const ACTIONS: ReadonlySet<string> = new Set<RunAction>(['wake', 'agent', 'workflow'])
+const FINAL: ReadonlySet<RunStatus> = new Set<RunStatus>(['succeeded', 'failed', 'timed_out', 'skipped'])
+
+/** Legal moves; `running → queued` re-queues a run interrupted by a crash. Final states have none. */
+const NEXT: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
+  queued: ['running', 'skipped', 'failed', 'succeeded'],
+  running: ['succeeded', 'failed', 'timed_out', 'queued'],
+  succeeded: [],
+  failed: [],
+  timed_out: [],
+  skipped: [],
+}
+
+export function isFinalStatus(status: RunStatus): boolean {
+  return FINAL.has(status)
+}
+
+export class RunStoreError extends Error {
+  readonly code: 'unknown_run' | 'duplicate_run' | 'illegal_transition' | 'invalid_run' | 'store_closed'
+  constructor(code: RunStoreError['code'], message: string) {
+    super(message)
+    this.name = 'RunStoreError'
+    this.code = code
+  }
+}
+
+export interface RunHistory {
+  /** newest first */
+  rows: RunRow[]
+  /** a torn last line (a write in progress or cut by a crash) */
+  torn: number
+  /** lines that were not JSON, or records that were not understood */
+  corrupt: number
+}
+
+export class RunStore {
+  readonly stateDir: string
+  readonly path: string
+  /** what open() found wrong with the file, for the server to log: a torn tail it cut off, lines or records it skipped */
+  readonly recovery: { repairedBytes: number; unreadable: number } = { repairedBytes: 0, unreadable: 0 }
+  private readonly journal: Journal<RunRecord>
+  private readonly now: () => Date
+  /** insertion order is creation order, so reversed it is newest first */
+  private readonly rows = new Map<string, RunRow>()
+  /** per run, the last write in flight: writes for one run are applied one after another */
+  private readonly inFlight = new Map<string, Promise<unknown>>()
+  private closing: Promise<void> | null = null
+
+  private constructor(stateDir: string, journal: Journal<RunRecord>, now: () => Date) {
+    this.stateDir = stateDir
+    this.path = journal.path
+    this.journal = journal
+    this.now = now
+  }
+
+  /** Opens (creating if needed) the run history in `stateDir` and folds it into memory. Sync: start-up only. */
+  static open(stateDir: string, options: RunStoreOptions = {}): RunStore {
+    const journal = Journal.open<RunRecord>(join(stateDir, RUNS_FILE), options)
+    const store = new RunStore(stateDir, journal, options.now ?? (() => new Date()))
+    const read = Journal.read<unknown>(journal.path)
+    const ignored = fold(read.records, store.rows)
+    store.recovery.repairedBytes = journal.repairedBytes
+    store.recovery.unreadable = read.corrupt + read.torn + ignored
+    return store
+  }
+
+  /** Records a new run; resolves with the row once it is on disk. */
+  create(input: NewRun): Promise<RunRow> {
+    let row: RunRow
+    try {
+      if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
+      row = this.newRow(input)
+      if (this.rows.has(row.id) || this.inFlight.has(row.id)) throw new RunStoreError('duplicate_run', `a run with id ${row.id} already exists`)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return this.serialise(row.id, async () => {
+      await this.journal.append({ type: 'run', row })
+      this.rows.set(row.id, row)
+      return row
+    })
+  }
+
+  /** Moves a run to `status`; resolves with the new row once the change is on disk. Illegal moves reject. */
+  transition(id: string, status: RunStatus, extra: TransitionExtra = {}): Promise<RunRow> {
+    if (this.closing) return Promise.reject(new RunStoreError('store_closed', 'the run store is closed'))
+    if (!STATUSES.has(status)) return Promise.reject(new RunStoreError('invalid_run', `unknown run status "${String(status)}"`))
+    return this.serialise(id, async () => {
+      const row = this.rows.get(id)
+      if (!row) throw new RunStoreError('unknown_run', `no run with id ${id}`)
+      if (!NEXT[row.status].includes(status)) {
+        throw new RunStoreError('illegal_transition', FINAL.has(row.status)
+          ? `run ${id} already finished as ${row.status} and cannot become ${status}`
+          : `run ${id} cannot go from ${row.status} to ${status}`)
+      }
+      const record: RunRecord = { type: 'status', id, status, at: this.now().toISOString(), ...cleanExtra(extra) }
+      await this.journal.append(record)
+      const next = applyStatus(row, record)
+      this.rows.set(id, next)
+      return next
+    })
+  }
+
+  get(id: string): RunRow | undefined {
+    return this.rows.get(id)
+  }
+
+  /** Newest first; `limit` caps the count. */
+  list(options: { limit?: number } = {}): RunRow[] {
+    return newestFirst(this.rows.values(), options.limit)
+  }
+
+  /** Runs that were queued or running when the process stopped, oldest first (the order to resume them in). */
+  unfinished(): RunRow[] {
+    const out: RunRow[] = []
+    for (const row of this.rows.values()) if (!FINAL.has(row.status)) out.push(row)
+    return out
+  }
+
+  /** Waits for writes in flight, then closes the file. Safe to call more than once. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = (async () => {
+        while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()])
+        await this.journal.close()
+      })()
+    }
+    return this.closing
+  }
+
+  /** Read-only fold of `<stateDir>/runs.jsonl` (for `hookgate runs` while a server holds it open); newest first. */
+  static readRows(stateDir: string): RunRow[] {
+    return RunStore.readHistory(stateDir).rows
+  }
+
+  /** readRows plus what was skipped while reading. A missing file is an empty history. */
+  static readHistory(stateDir: string): RunHistory {
+    const read = Journal.read<unknown>(join(stateDir, RUNS_FILE))
+    const rows = new Map<string, RunRow>()
+    const ignored = fold(read.records, rows)
+    return { rows: newestFirst(rows.values()), torn: read.torn, corrupt: read.corrupt + ignored }
+  }
+
+  /** Chains `work` after the previous write for the same run, so each one sees the durable state before it. */
+  private serialise<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.inFlight.get(id)
+    const next = previous ? previous.then(work, work) : work()
+    this.inFlight.set(id, next)
+    const done = (): void => { if (this.inFlight.get(id) === next) this.inFlight.delete(id) }
+    next.then(done, done)
+    return next
+  }
+
+  private newRow(input: NewRun): RunRow {
+    if (input === null || typeof input !== 'object') throw new RunStoreError('invalid_run', 'a run needs an object')
+    for (const key of ['id', 'definitionId', 'correlationId'] as const) {
+      if (typeof input[key] !== 'string' || input[key] === '') throw new RunStoreError('invalid_run', `a run needs a non-empty string ${key}`)
+    }
+    if (!KINDS.has(input.definitionKind)) throw new RunStoreError('invalid_run', `unknown definitionKind "${String(input.definitionKind)}" (hook, trigger or task)`)
+    if (!ACTIONS.has(input.action)) throw new RunStoreError('invalid_run', `unknown action "${String(input.action)}" (wake, agent or workflow)`)
+    const status = input.status ?? 'queued'
+    if (!STATUSES.has(status)) throw new RunStoreError('invalid_run', `unknown run status "${String(status)}"`)
+    const at = this.now().toISOString()
+    const candidate: RunRow = {
+      ...input,
+      ...cleanExtra(input),
+      status,
+      createdAt: at,
+      updatedAt: at,
+      ...(status === 'queued' ? {} : { startedAt: input.startedAt ?? at }),
+      ...(FINAL.has(status) ? { finishedAt: input.finishedAt ?? at } : {}),
+    }
+    // What is in memory must equal what a restart folds back from the file.
+    let row: RunRow
+    try {
+      row = JSON.parse(JSON.stringify(candidate)) as RunRow
+    } catch (err) {
+      throw new RunStoreError('invalid_run', `run ${input.id} cannot be stored as JSON: ${(err as Error).message}`)
+    }
+    return Object.freeze(row)
+  }
+}
+
+/** Folds records into `rows` (file order); returns how many records were not understood. */
+function fold(records: unknown[], rows: Map<string, RunRow>): number {
+  let ignored = 0
+  for (const record of records) {
+    if (isRunRecord(record)) {
+      if (rows.has(record.row.id)) ignored += 1
+      else rows.set(record.row.id, Object.freeze(record.row))
+    } else if (isStatusRecord(record)) {
+      const row = rows.get(record.id)
+      if (row) rows.set(record.id, applyStatus(row, record))
+      else ignored += 1
+    } else {
+      ignored += 1
+    }
+  }
+  return ignored
+}
+
+function applyStatus(row: RunRow, record: Extract<RunRecord, { type: 'status' }>): RunRow {
+  const next: RunRow = { ...row, status: record.status, updatedAt: record.at }
+  if (record.status === 'running') next.startedAt = record.at
+  if (FINAL.has(record.status)) next.finishedAt = record.at
+  if (record.error !== undefined) next.error = record.error
+  if (record.result !== undefined) next.result = record.result
+  if (record.attempts !== undefined) next.attempts = record.attempts
+  return Object.freeze(next)
+}
+
+function isRunRecord(value: unknown): value is Extract<RunRecord, { type: 'run' }> {
+  if (!isObject(value) || value.type !== 'run' || !isObject(value.row)) return false
+  const row = value.row
+  return typeof row.id === 'string' && typeof row.definitionId === 'string' && typeof row.correlationId === 'string'
+    && typeof row.createdAt === 'string' && typeof row.updatedAt === 'string'
+    && KINDS.has(row.definitionKind as string) && ACTIONS.has(row.action as string) && STATUSES.has(row.status as string)
+}
+
+function isStatusRecord(value: unknown): value is Extract<RunRecord, { type: 'status' }> {
+  return isObject(value) && value.type === 'status' && typeof value.id === 'string' && typeof value.at === 'string' && STATUSES.has(value.status as string)
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+function newestFirst(rows: Iterable<RunRow>, limit?: number): RunRow[] {
+  const all = [...rows].reverse()
+  if (limit === undefined) return all
+  if (!Number.isInteger(limit) || limit < 0) throw new RunStoreError('invalid_run', `limit must be a whole number of at least 0, not ${limit}`)
+  return all.slice(0, limit)
+}
+
+/** Keeps error, result and attempts in their documented shape. */
+function cleanExtra(extra: TransitionExtra): TransitionExtra {
+  const out: TransitionExtra = {}
+  if (extra.error !== undefined) out.error = clip(firstLine(String(extra.error)), ERROR_MAX_CHARS)
+  if (extra.result !== undefined) out.result = clip(String(extra.result), RESULT_MAX_CHARS)
+  if (extra.attempts !== undefined) {
+    if (!Number.isInteger(extra.attempts) || extra.attempts < 0) throw new RunStoreError('invalid_run', `attempts must be a whole number, not ${extra.attempts}`)
+    out.attempts = extra.attempts
+  }
+  return out
+}
+
+function firstLine(text: string): string {
+  const line = text.trim().split(/\r?\n|\r/, 1)[0]!
+  return line.trim()
+}
+
+/** Cuts to at most `max` characters (code points), marking the cut with an ellipsis. */
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text
+  const chars = Array.from(text.slice(0, max + 1))
+  return chars.length <= max ? chars.join('') : chars.slice(0, max - 1).join('') + '…'
+}

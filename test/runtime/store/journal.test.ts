@@ -1,0 +1,278 @@
+import { suite } from 'uvu'
+import * as assert from 'uvu/assert'
+import { appendFileSync, closeSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Journal, JournalError, MAX_LINE_BYTES } from '../../../runtime/store/journal.js'
+import { tempDir } from '../../helpers/paths.js'
+
+const scratch = tempDir('hookgate-journal-')
+/** A new empty directory under this file's scratch directory (removed on exit). */
+function freshDir(): string {
+  return mkdtempSync(join(scratch, 'case-'))
+}
+
+interface Rec { n: number; text?: string }
+
+function journalPath(name = 'j.jsonl'): string {
+  return join(freshDir(), name)
+}
+
+async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise
+  } catch (err) {
+    return err as Error
+  }
+  throw new Error('expected the promise to reject, but it resolved')
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const open = suite('Journal.open')
+
+open('creates missing parent directories with mode 0700 and the file with mode 0600', async () => {
+  const root = freshDir()
+  const path = join(root, 'a', 'b', 'runs.jsonl')
+  const j = Journal.open<Rec>(path)
+  await j.close()
+  assert.ok(existsSync(path))
+  assert.is(statSync(path).mode & 0o777, 0o600)
+  assert.is(statSync(join(root, 'a')).mode & 0o777, 0o700)
+  assert.is(statSync(join(root, 'a', 'b')).mode & 0o777, 0o700)
+})
+
+open('truncates a torn last line back to the last newline so the next append starts a fresh line', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  await j.append({ n: 1 }, { n: 2 })
+  await j.close()
+  const intact = statSync(path).size
+  appendFileSync(path, '{"n":3,"text":"cut sho')
+  const reopened = Journal.open<Rec>(path)
+  assert.is(reopened.repairedBytes, '{"n":3,"text":"cut sho'.length)
+  assert.is(statSync(path).size, intact)
+  await reopened.append({ n: 4 })
+  await reopened.close()
+  const read = Journal.read<Rec>(path)
+  assert.equal(read.records, [{ n: 1 }, { n: 2 }, { n: 4 }])
+  assert.is(read.torn, 0)
+  assert.is(read.corrupt, 0)
+})
+
+open('empties a file that holds only a partial first line', async () => {
+  const path = journalPath()
+  writeFileSync(path, '{"n":1')
+  const j = Journal.open<Rec>(path)
+  assert.is(j.repairedBytes, 6)
+  await j.append({ n: 2 })
+  await j.close()
+  assert.is(readFileSync(path, 'utf8'), '{"n":2}\n')
+})
+
+open('leaves a file that ends with a newline untouched', async () => {
+  const path = journalPath()
+  writeFileSync(path, '{"n":1}\n')
+  const j = Journal.open<Rec>(path)
+  assert.is(j.repairedBytes, 0)
+  await j.close()
+  assert.is(readFileSync(path, 'utf8'), '{"n":1}\n')
+})
+
+open.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const append = suite('Journal.append')
+
+append('writes records that read back in the order they were appended', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  await j.append({ n: 1 })
+  await j.append({ n: 2, text: 'line\nbreak and "quotes"' }, { n: 3 })
+  await j.append({ n: 4 })
+  await j.close()
+  assert.equal(Journal.read<Rec>(path).records, [{ n: 1 }, { n: 2, text: 'line\nbreak and "quotes"' }, { n: 3 }, { n: 4 }])
+  assert.is(readFileSync(path, 'utf8').split('\n').length, 5, 'one line per record, no pretty-printing')
+})
+
+append('writes an append made as soon as the previous one resolves (regression: lost wake-up of the flush loop)', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path, { fsync: false })
+  for (let n = 0; n < 20; n++) await j.append({ n })
+  assert.is(Journal.read<Rec>(path).records.length, 20)
+  assert.is(j.stats.flushes, 20)
+  await j.close()
+})
+
+append('makes 200 concurrent appends durable with far fewer fsyncs than appends (group commit)', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  await Promise.all(Array.from({ length: 200 }, (_, n) => j.append({ n })))
+  // read while the journal is still open: resolved means on disk, not merely buffered
+  const read = Journal.read<Rec>(path)
+  assert.equal(read.records.map((r) => r.n), Array.from({ length: 200 }, (_, n) => n))
+  assert.is(j.stats.appends, 200)
+  assert.ok(j.stats.fsyncs >= 1, 'at least one fsync')
+  assert.ok(j.stats.fsyncs < j.stats.appends / 4, `expected fewer than 50 fsyncs, got ${j.stats.fsyncs}`)
+  assert.is(j.stats.fsyncs, j.stats.flushes)
+  await j.close()
+})
+
+append('queues appends that arrive during a flush and writes them all in the next one', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  const first = j.append({ n: 0 })
+  await null // the first flush starts on a microtask and is now on disk in the thread pool
+  await null
+  const rest = Array.from({ length: 50 }, (_, i) => j.append({ n: i + 1 }))
+  await Promise.all([first, ...rest])
+  assert.is(j.stats.flushes, 2)
+  assert.is(j.stats.fsyncs, 2)
+  assert.is(Journal.read<Rec>(path).records.length, 51)
+  await j.close()
+})
+
+append('does no fsync at all in fsync:false mode', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path, { fsync: false })
+  await Promise.all(Array.from({ length: 20 }, (_, n) => j.append({ n })))
+  await j.append({ n: 20 })
+  assert.is(j.stats.fsyncs, 0)
+  assert.ok(j.stats.flushes >= 2)
+  assert.is(Journal.read<Rec>(path).records.length, 21)
+  await j.close()
+})
+
+append('refuses a record whose line exceeds 1 MiB and writes nothing of that call', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  const err = await rejectionOf(j.append({ n: 1 }, { n: 2, text: 'x'.repeat(MAX_LINE_BYTES) }))
+  assert.instance(err, JournalError)
+  assert.is((err as JournalError).code, 'record_too_large')
+  assert.match(err.message, /exceeds the limit of 1048576 bytes/)
+  await j.append({ n: 3 })
+  await j.close()
+  assert.equal(Journal.read<Rec>(path).records, [{ n: 3 }])
+})
+
+append('refuses a record that cannot be written as JSON', async () => {
+  const j = Journal.open<object>(journalPath())
+  const circular: Record<string, unknown> = {}
+  circular.self = circular
+  const err = await rejectionOf(j.append(circular))
+  assert.is((err as JournalError).code, 'record_not_serialisable')
+  await j.close()
+})
+
+append('rejects every append of a flush whose write fails, and every append after it', async () => {
+  if (!existsSync('/dev/full')) return // Linux only: a device whose writes fail with ENOSPC
+  const j = Journal.open<Rec>('/dev/full')
+  const errors = await Promise.all([j.append({ n: 1 }), j.append({ n: 2 })].map(rejectionOf))
+  for (const err of errors) {
+    assert.is((err as JournalError).code, 'journal_failed')
+    assert.match(err.message, /ENOSPC/)
+  }
+  const later = await rejectionOf(j.append({ n: 3 }))
+  assert.is((later as JournalError).code, 'journal_failed')
+  assert.match(later.message, /restart/)
+  await j.close()
+})
+
+append('rejects the append when the file descriptor is closed under the journal', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  await j.append({ n: 1 })
+  closeSync((j as unknown as { fd: number }).fd)
+  const err = await rejectionOf(j.append({ n: 2 }))
+  assert.is((err as JournalError).code, 'journal_failed')
+  assert.match(err.message, /EBADF/)
+  await j.close()
+  assert.equal(Journal.read<Rec>(path).records, [{ n: 1 }])
+})
+
+append('rejects appends after close', async () => {
+  const j = Journal.open<Rec>(journalPath())
+  await j.close()
+  const err = await rejectionOf(j.append({ n: 1 }))
+  assert.is((err as JournalError).code, 'journal_closed')
+})
+
+append.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const close = suite('Journal.close')
+
+close('waits for appends still queued before closing the file', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  const pending = [j.append({ n: 1 }), j.append({ n: 2 })]
+  await j.close()
+  await Promise.all(pending)
+  assert.equal(Journal.read<Rec>(path).records, [{ n: 1 }, { n: 2 }])
+  await j.close() // a second close is harmless
+})
+
+close.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const read = suite('Journal.read')
+
+read('reads a missing file as empty', () => {
+  assert.equal(Journal.read(journalPath('nothing-here.jsonl')), { records: [], torn: 0, corrupt: 0 })
+})
+
+read('ignores a last line without its newline and counts it as torn', () => {
+  const path = journalPath()
+  writeFileSync(path, '{"n":1}\n{"n":2}\n{"n":3}')
+  assert.equal(Journal.read<Rec>(path), { records: [{ n: 1 }, { n: 2 }], torn: 1, corrupt: 0 })
+})
+
+read('counts a complete last line that is not JSON as torn', () => {
+  const path = journalPath()
+  writeFileSync(path, '{"n":1}\n{"n":2,"te\n')
+  assert.equal(Journal.read<Rec>(path), { records: [{ n: 1 }], torn: 1, corrupt: 0 })
+})
+
+read('skips an invalid line in the middle and counts it as corrupt', () => {
+  const path = journalPath()
+  writeFileSync(path, '{"n":1}\nnot json at all\n{"n":2}\n[1,2]x\n"a string"\n{"n":3}\n')
+  assert.equal(Journal.read<Rec>(path), { records: [{ n: 1 }, { n: 2 }, { n: 3 }], torn: 0, corrupt: 3 })
+})
+
+read('counts both a corrupt middle line and a torn tail', () => {
+  const path = journalPath()
+  writeFileSync(path, '{"n":1}\n{oops\n{"n":2')
+  assert.equal(Journal.read<Rec>(path), { records: [{ n: 1 }], torn: 1, corrupt: 1 })
+})
+
+read('reads records that straddle its internal read chunks', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path, { fsync: false })
+  const text = 'y'.repeat(70_000) // 70 kB lines: many cross a 1 MiB chunk boundary
+  await j.append(...Array.from({ length: 60 }, (_, n) => ({ n, text })))
+  await j.close()
+  const out = Journal.read<Rec>(path)
+  assert.is(out.records.length, 60)
+  assert.ok(out.records.every((r, i) => r.n === i && r.text === text))
+  assert.equal([out.torn, out.corrupt], [0, 0])
+})
+
+read('skips a line over 1 MiB as corrupt without holding it in memory', () => {
+  const path = journalPath()
+  writeFileSync(path, '{"n":1}\n' + '{"n":"' + 'z'.repeat(3 * MAX_LINE_BYTES) + '"}\n{"n":2}\n')
+  assert.equal(Journal.read<Rec>(path), { records: [{ n: 1 }, { n: 2 }], torn: 0, corrupt: 1 })
+})
+
+read('keeps a complete unparsable last line (a torn line only lacks its newline) until a later append makes it corrupt', async () => {
+  const path = journalPath()
+  writeFileSync(path, '{"n":1}\ngarbage\n')
+  const j = Journal.open<Rec>(path)
+  assert.is(j.repairedBytes, 0)
+  await j.append({ n: 2 })
+  await j.close()
+  assert.equal(Journal.read<Rec>(path), { records: [{ n: 1 }, { n: 2 }], torn: 0, corrupt: 1 })
+})
+
+read.run()

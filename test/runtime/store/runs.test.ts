@@ -1,0 +1,300 @@
+import { suite } from 'uvu'
+import * as assert from 'uvu/assert'
+import { appendFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { RUNS_FILE, RunStore, RunStoreError, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
+import { tempDir } from '../../helpers/paths.js'
+
+const scratch = tempDir('hookgate-runs-')
+/** A new empty directory under this file's scratch directory (removed on exit). */
+function freshDir(): string {
+  return mkdtempSync(join(scratch, 'case-'))
+}
+
+/** A clock that moves one second per reading, so every timestamp is distinct and predictable. */
+function steppingClock(start = Date.parse('2025-01-01T00:00:00.000Z')): () => Date {
+  let t = start
+  return () => new Date((t += 1000))
+}
+
+function newRun(id: string, extra: Partial<NewRun> = {}): NewRun {
+  return { id, definitionKind: 'hook', definitionId: 'github', correlationId: `corr-${id}`, action: 'agent', ...extra }
+}
+
+async function rejectionOf(promise: Promise<unknown>): Promise<RunStoreError> {
+  try {
+    await promise
+  } catch (err) {
+    return err as RunStoreError
+  }
+  throw new Error('expected the promise to reject, but it resolved')
+}
+
+function openStore(dir = freshDir()): RunStore {
+  return RunStore.open(dir, { now: steppingClock() })
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const create = suite('RunStore.create')
+
+create('stores a queued row with creation timestamps and resolves only once it is on disk', async () => {
+  const store = openStore()
+  const row = await store.create(newRun('r1', { name: 'GitHub push', request: { message: 'hi' } }))
+  assert.is(row.status, 'queued')
+  assert.is(row.createdAt, '2025-01-01T00:00:01.000Z')
+  assert.is(row.updatedAt, row.createdAt)
+  assert.is(row.startedAt, undefined)
+  assert.equal(row.request, { message: 'hi' })
+  assert.equal(RunStore.readRows(store.stateDir), [row], 'on disk while the store is still open')
+  assert.equal(store.get('r1'), row)
+  await store.close()
+})
+
+create('accepts a starting status and stamps startedAt and finishedAt to match', async () => {
+  const store = openStore()
+  const done = await store.create(newRun('w1', { action: 'wake', status: 'succeeded' }))
+  assert.is(done.startedAt, done.createdAt)
+  assert.is(done.finishedAt, done.createdAt)
+  const running = await store.create(newRun('a1', { status: 'running' }))
+  assert.is(running.startedAt, running.createdAt)
+  assert.is(running.finishedAt, undefined)
+  await store.close()
+})
+
+create('refuses a second run with the same id, even while the first is still being written', async () => {
+  const store = openStore()
+  const first = store.create(newRun('dup'))
+  const err = await rejectionOf(store.create(newRun('dup')))
+  assert.is(err.code, 'duplicate_run')
+  await first
+  assert.is((await rejectionOf(store.create(newRun('dup')))).code, 'duplicate_run')
+  assert.is(store.list().length, 1)
+  await store.close()
+})
+
+create('refuses rows with an unknown kind, action or status, or without an id', async () => {
+  const store = openStore()
+  assert.is((await rejectionOf(store.create(newRun('x', { definitionKind: 'cron' as never })))).code, 'invalid_run')
+  assert.is((await rejectionOf(store.create(newRun('x', { action: 'email' as never })))).code, 'invalid_run')
+  assert.is((await rejectionOf(store.create(newRun('x', { status: 'done' as never })))).code, 'invalid_run')
+  assert.is((await rejectionOf(store.create(newRun('')))).code, 'invalid_run')
+  assert.equal(store.list(), [])
+  await store.close()
+})
+
+create('keeps only the first line of an error so a stack never reaches the history', async () => {
+  const store = openStore()
+  const err = new Error('model call failed: 503 from provider')
+  const row = await store.create(newRun('e1', { status: 'failed', error: String(err.stack) }))
+  assert.is(row.error, 'Error: model call failed: 503 from provider')
+  await store.close()
+})
+
+create.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const transition = suite('RunStore.transition')
+
+transition('moves a run queued → running → succeeded with startedAt, finishedAt and the result', async () => {
+  const store = openStore()
+  const created = await store.create(newRun('t1'))
+  const running = await store.transition('t1', 'running', { attempts: 1 })
+  assert.is(running.status, 'running')
+  assert.is(running.startedAt, running.updatedAt)
+  assert.is(running.attempts, 1)
+  const done = await store.transition('t1', 'succeeded', { result: 'r'.repeat(800) })
+  assert.is(done.status, 'succeeded')
+  assert.is(done.createdAt, created.createdAt)
+  assert.is(done.startedAt, running.startedAt)
+  assert.is(done.finishedAt, done.updatedAt)
+  assert.is(done.result!.length, 500, 'the result is a summary of at most 500 characters')
+  assert.ok(done.result!.endsWith('…'))
+  assert.equal(store.get('t1'), done)
+  assert.equal(RunStore.readRows(store.stateDir)[0], done, 'the fold of the file agrees with memory')
+  await store.close()
+})
+
+transition('allows every legal move from queued and from running', async () => {
+  const store = openStore()
+  const legal: Array<[string[], string]> = [
+    [['running'], 'queued→running'], [['skipped'], 'queued→skipped'], [['failed'], 'queued→failed'], [['succeeded'], 'queued→succeeded'],
+    [['running', 'succeeded'], 'running→succeeded'], [['running', 'failed'], 'running→failed'],
+    [['running', 'timed_out'], 'running→timed_out'], [['running', 'queued', 'running'], 'running→queued (re-queue)'],
+  ]
+  for (const [i, [steps, label]] of legal.entries()) {
+    await store.create(newRun(`legal-${i}`))
+    for (const s of steps) await store.transition(`legal-${i}`, s as never)
+    assert.is(store.get(`legal-${i}`)!.status, steps.at(-1), label)
+  }
+  await store.close()
+})
+
+transition('refuses illegal moves and leaves the row and the file as they were', async () => {
+  const store = openStore()
+  await store.create(newRun('q'))
+  const before = readFileSync(join(store.stateDir, RUNS_FILE), 'utf8')
+  for (const to of ['timed_out', 'queued'] as const) {
+    const err = await rejectionOf(store.transition('q', to))
+    assert.is(err.code, 'illegal_transition')
+    assert.match(err.message, `cannot go from queued to ${to}`)
+  }
+  await store.transition('q', 'running')
+  assert.is((await rejectionOf(store.transition('q', 'skipped'))).code, 'illegal_transition')
+  assert.is((await rejectionOf(store.transition('q', 'running'))).code, 'illegal_transition')
+  assert.is(store.get('q')!.status, 'running')
+  assert.is(readFileSync(join(store.stateDir, RUNS_FILE), 'utf8').split('\n').length, before.split('\n').length + 1)
+  await store.close()
+})
+
+transition('never changes a final state, with an error that says so', async () => {
+  const store = openStore()
+  for (const final of ['succeeded', 'failed', 'timed_out', 'skipped'] as const) {
+    await store.create(newRun(final, { status: final === 'timed_out' ? 'running' : 'queued' }))
+    await store.transition(final, final)
+    for (const to of ['queued', 'running', 'succeeded', 'failed'] as const) {
+      const err = await rejectionOf(store.transition(final, to))
+      assert.is(err.code, 'illegal_transition')
+      assert.match(err.message, `already finished as ${final}`)
+    }
+    assert.is(store.get(final)!.status, final)
+  }
+  await store.close()
+})
+
+transition('lets only one of two concurrent final moves win', async () => {
+  const store = openStore()
+  await store.create(newRun('race', { status: 'running' }))
+  const [a, b] = await Promise.allSettled([store.transition('race', 'succeeded'), store.transition('race', 'failed', { error: 'late' })])
+  assert.is(a.status, 'fulfilled')
+  assert.is(b.status, 'rejected')
+  assert.is(store.get('race')!.status, 'succeeded')
+  await store.close()
+  assert.is(RunStore.readRows(store.stateDir)[0]!.status, 'succeeded')
+})
+
+transition('applies a move made before the create resolved, after the create', async () => {
+  const store = openStore()
+  const created = store.create(newRun('eager'))
+  const running = store.transition('eager', 'running')
+  await created
+  assert.is((await running).status, 'running')
+  await store.close()
+})
+
+transition('rejects a move for a run it does not know', async () => {
+  const store = openStore()
+  const err = await rejectionOf(store.transition('nope', 'running'))
+  assert.is(err.code, 'unknown_run')
+  assert.match(err.message, 'no run with id nope')
+  await store.close()
+})
+
+transition.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const list = suite('RunStore.list')
+
+list('returns rows newest first and honours the limit', async () => {
+  const store = openStore()
+  for (const id of ['a', 'b', 'c', 'd']) await store.create(newRun(id))
+  await store.transition('a', 'running') // updating an old run does not make it newer
+  assert.equal(store.list().map((r) => r.id), ['d', 'c', 'b', 'a'])
+  assert.equal(store.list({ limit: 2 }).map((r) => r.id), ['d', 'c'])
+  assert.equal(store.list({ limit: 0 }), [])
+  await store.close()
+})
+
+list.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const unfinished = suite('RunStore.unfinished')
+
+unfinished('lists the queued and running runs, oldest first, and finds them again after a reopen', async () => {
+  const dir = freshDir()
+  const store = openStore(dir)
+  await store.create(newRun('u1'))
+  await store.create(newRun('u2'))
+  await store.create(newRun('u3'))
+  await store.create(newRun('u4'))
+  await store.transition('u2', 'running')
+  await store.transition('u3', 'skipped')
+  await store.transition('u4', 'running')
+  await store.transition('u4', 'failed', { error: 'boom' })
+  assert.equal(store.unfinished().map((r) => [r.id, r.status]), [['u1', 'queued'], ['u2', 'running']])
+  const before = store.list()
+  await store.close()
+  const reopened = RunStore.open(dir)
+  assert.equal(reopened.unfinished().map((r) => r.id), ['u1', 'u2'])
+  assert.equal(reopened.list(), before, 'every field survives the round trip through the file')
+  await reopened.close()
+})
+
+unfinished.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const open = suite('RunStore.open')
+
+open('ignores a torn last record and keeps appending after it', async () => {
+  const dir = freshDir()
+  const store = openStore(dir)
+  await store.create(newRun('kept'))
+  await store.close()
+  appendFileSync(join(dir, RUNS_FILE), '{"type":"run","row":{"id":"half')
+  const reopened = RunStore.open(dir)
+  assert.equal(reopened.list().map((r) => r.id), ['kept'])
+  assert.equal(reopened.recovery, { repairedBytes: '{"type":"run","row":{"id":"half'.length, unreadable: 0 })
+  await reopened.create(newRun('next'))
+  await reopened.close()
+  const history = RunStore.readHistory(dir)
+  assert.equal(history.rows.map((r) => r.id), ['next', 'kept'])
+  assert.equal([history.torn, history.corrupt], [0, 0])
+})
+
+open('skips records it does not understand and counts them', () => {
+  const dir = freshDir()
+  const good = { id: 'g', definitionKind: 'hook', definitionId: 'x', correlationId: 'c', action: 'wake', status: 'queued', createdAt: 't', updatedAt: 't' }
+  appendFileSync(join(dir, RUNS_FILE), [
+    JSON.stringify({ type: 'run', row: good }),
+    JSON.stringify({ type: 'status', id: 'ghost', status: 'running', at: 't' }),
+    JSON.stringify({ type: 'run', row: { ...good, id: 'bad', action: 'teleport' } }),
+    JSON.stringify({ type: 'mystery' }),
+    JSON.stringify({ type: 'status', id: 'g', status: 'running', at: 't2' }),
+    '',
+  ].join('\n'))
+  const history = RunStore.readHistory(dir)
+  assert.equal(history.rows.map((r) => [r.id, r.status]), [['g', 'running']])
+  assert.is(history.corrupt, 3)
+})
+
+open.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const readRows = suite('RunStore.readRows')
+
+readRows('reads the history while another RunStore holds the file open and keeps writing', async () => {
+  const dir = freshDir()
+  const server = openStore(dir)
+  await server.create(newRun('s1'))
+  await server.create(newRun('s2'))
+  await server.transition('s1', 'running')
+  assert.equal(RunStore.readRows(dir), server.list())
+  await server.transition('s1', 'succeeded', { result: 'ok' })
+  const rows: RunRow[] = RunStore.readRows(dir)
+  assert.equal(rows.map((r) => [r.id, r.status]), [['s2', 'queued'], ['s1', 'succeeded']])
+  assert.equal(rows, server.list())
+  await server.close()
+})
+
+readRows('reads a state directory without a history as empty and creates nothing', () => {
+  const dir = join(freshDir(), 'not-created')
+  assert.equal(RunStore.readRows(dir), [])
+  assert.not.ok(existsSync(dir))
+})
+
+readRows.run()
