@@ -5,15 +5,74 @@ import { parseArgs } from 'node:util'
 import { BundleLoadError, loadBundle } from './bundle.js'
 import { applyMapping, type HookAction } from './mapping.js'
 import { wrapExternalContent } from './envelope.js'
+import { startService } from './service.js'
+import { runsCommand } from './store/runs-cli.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
 export const TRY_USAGE = 'usage: hookgate try <name> --payload FILE [--bundle dist] [--header K:V ...] [--query k=v ...]'
 
+export const SERVE_USAGE = 'usage: hookgate serve [--bundle dist] [--host 127.0.0.1] [--port 8787] [--state DIR] [--grace-seconds 10]'
+
 export async function main(command: string, argv: string[]): Promise<number | undefined> {
   if (command === 'try') return tryCommand(argv)
+  if (command === 'serve') return serveCommand(argv)
+  if (command === 'runs') return runsCommand(argv, { stateDir: '.hookgate' })
   process.stderr.write(`hookgate ${command}: not available in this build yet\n`)
   return EXIT.usage
+}
+
+/** Runs until SIGTERM or SIGINT, then drains and exits 0; SIGHUP reloads the bundle. */
+async function serveCommand(argv: string[]): Promise<number> {
+  let values
+  try {
+    values = parseArgs({
+      args: argv,
+      options: {
+        bundle: { type: 'string', default: 'dist' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        state: { type: 'string' },
+        'grace-seconds': { type: 'string', default: '10' },
+        'no-fsync': { type: 'boolean', default: false },
+      },
+    }).values
+  } catch (err) {
+    process.stderr.write(`hookgate serve: ${(err as Error).message}\n${SERVE_USAGE}\n`)
+    return EXIT.usage
+  }
+  const port = values.port === undefined ? undefined : Number(values.port)
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    process.stderr.write(`hookgate serve: --port takes a number from 0 to 65535\n`)
+    return EXIT.usage
+  }
+  const grace = Number(values['grace-seconds'])
+  let service
+  try {
+    service = await startService({
+      bundle: values.bundle!,
+      ...(values.host !== undefined ? { host: values.host } : {}),
+      ...(port !== undefined ? { port } : {}),
+      ...(values.state !== undefined ? { stateDir: values.state } : {}),
+      graceMs: Number.isFinite(grace) && grace >= 0 ? grace * 1000 : 10_000,
+      fsync: !values['no-fsync'],
+    })
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    const reason = e.code === 'EADDRINUSE' ? `the address is already in use (${e.message.replace(/^listen EADDRINUSE: address already in use /, '')})` : e.message
+    process.stderr.write(`hookgate serve: cannot start: ${reason}\n`)
+    return EXIT.refused
+  }
+  process.on('SIGHUP', () => void service.reload())
+  await new Promise<void>((resolveStop) => {
+    const stop = (signal: string) => {
+      process.stdout.write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${signal}: draining and stopping` }) + '\n')
+      service.close().then(resolveStop, resolveStop)
+    }
+    process.once('SIGTERM', () => stop('SIGTERM'))
+    process.once('SIGINT', () => stop('SIGINT'))
+  })
+  return EXIT.ok
 }
 
 /** What a mapping would answer for a sample payload; exit 0 for 2xx, 1 otherwise, 2 for usage. */

@@ -1,0 +1,113 @@
+// The two built-in endpoints' payloads (/wake, /agent) and the routing policy every agent-bound
+// request passes: which agent (allowedAgentIds, unknown ids → default agent) and which session key.
+import { randomUUID } from 'node:crypto'
+import type { BundleConfig, WakeMode } from '../bundle-format.js'
+import { HttpError } from './errors.js'
+
+export interface WakeRequest { text: string; mode: WakeMode }
+
+export interface AgentRequest {
+  message: string
+  name: string | null
+  agentId: string | null
+  sessionKey: string | null
+  wakeMode: WakeMode
+  deliver: boolean
+  channel: string
+  to: string | null
+  model: string | null
+  thinking: string | null
+  timeoutSeconds: number | null
+}
+
+const THINKING = new Set(['off', 'minimal', 'low', 'medium', 'high'])
+
+function invalid(message: string): HttpError {
+  return new HttpError(400, 'invalid_payload', message)
+}
+
+function asObject(payload: unknown): Record<string, unknown> {
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw invalid('the body must be a JSON object')
+  return payload as Record<string, unknown>
+}
+
+function field<T>(o: Record<string, unknown>, key: string, type: 'string' | 'boolean' | 'number', required: boolean): T | null {
+  const v = Object.hasOwn(o, key) ? o[key] : undefined
+  if (v === undefined || v === null) {
+    if (required) throw invalid(`"${key}" is required`)
+    return null
+  }
+  if (typeof v !== type) throw invalid(`"${key}" must be a ${type}`)
+  if (type === 'string' && required && (v as string).trim() === '') throw invalid(`"${key}" must not be empty`)
+  return v as T
+}
+
+function mode(o: Record<string, unknown>, key: string): WakeMode {
+  const v = field<string>(o, key, 'string', false)
+  if (v === null) return 'now'
+  if (v !== 'now' && v !== 'next-heartbeat') throw invalid(`"${key}" must be "now" or "next-heartbeat"`)
+  return v
+}
+
+export function parseWakeRequest(payload: unknown): WakeRequest {
+  const o = asObject(payload)
+  return { text: field<string>(o, 'text', 'string', true)!, mode: mode(o, 'mode') }
+}
+
+export function parseAgentRequest(payload: unknown): AgentRequest {
+  const o = asObject(payload)
+  const timeoutSeconds = field<number>(o, 'timeoutSeconds', 'number', false)
+  if (timeoutSeconds !== null && !(timeoutSeconds > 0 && timeoutSeconds <= 86400)) throw invalid('"timeoutSeconds" must be a number of seconds above 0 and at most 86400')
+  const thinking = field<string>(o, 'thinking', 'string', false)
+  if (thinking !== null && !THINKING.has(thinking)) throw invalid(`"thinking" must be one of ${[...THINKING].join(', ')}`)
+  return {
+    message: field<string>(o, 'message', 'string', true)!,
+    name: field<string>(o, 'name', 'string', false),
+    agentId: field<string>(o, 'agentId', 'string', false),
+    sessionKey: field<string>(o, 'sessionKey', 'string', false),
+    wakeMode: mode(o, 'wakeMode'),
+    deliver: field<boolean>(o, 'deliver', 'boolean', false) ?? true,
+    channel: field<string>(o, 'channel', 'string', false) ?? 'last',
+    to: field<string>(o, 'to', 'string', false),
+    model: field<string>(o, 'model', 'string', false),
+    thinking,
+    timeoutSeconds,
+  }
+}
+
+/**
+ * The agent a request runs on. An explicit id that names no agent resolves to the default agent
+ * first (seed rule), then the allowlist is checked: null allows any, [] blocks explicit routing.
+ */
+export function resolveAgentId(explicit: string | null, config: BundleConfig): string {
+  if (explicit === null) return config.defaultAgentId
+  const known = config.agents.some((a) => a.id === explicit)
+  const resolved = known ? explicit : config.defaultAgentId
+  const allowed = config.policy.allowedAgentIds
+  if (allowed !== null && !allowed.includes(resolved)) {
+    throw new HttpError(400, 'agent_not_allowed', allowed.length === 0 ? 'explicit agentId routing is disabled on this server' : `agent "${resolved}" is not allowed for hooks`)
+  }
+  return resolved
+}
+
+/** A caller-supplied key only when allowed and with an allowed prefix; else the default or a fresh hook:<uuid>. */
+export function resolveRequestSessionKey(requested: string | null, config: BundleConfig): string {
+  const p = config.policy
+  if (requested !== null) {
+    if (!p.allowRequestSessionKey) throw new HttpError(400, 'session_key_not_allowed', 'this server does not accept a sessionKey in the request')
+    if (p.allowedSessionKeyPrefixes.length > 0 && !p.allowedSessionKeyPrefixes.some((x) => requested.startsWith(x))) {
+      throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${p.allowedSessionKeyPrefixes.join(', ')}`)
+    }
+    if (requested.length > 512) throw new HttpError(400, 'invalid_payload', '"sessionKey" must be at most 512 characters')
+    return requested
+  }
+  return p.defaultSessionKey ?? `hook:${randomUUID()}`
+}
+
+/** A per-run model override must be one the agent is already configured with. */
+export function checkModelOverride(model: string | null, agentId: string, config: BundleConfig): void {
+  if (model === null) return
+  const agent = config.agents.find((a) => a.id === agentId)
+  const allowed = agent ? [agent.model, ...agent.fallbackModels] : []
+  if (!allowed.includes(model)) throw new HttpError(400, 'model_not_allowed', `model "${model}" is not configured for agent "${agentId}"${allowed.length ? ` (configured: ${allowed.join(', ')})` : ''}`)
+}

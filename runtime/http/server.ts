@@ -1,0 +1,189 @@
+// The HTTP core: one handler that runs the contract's checks in order (path → query token →
+// method → auth → route → body → content type → payload → policy → mapping → action) and answers
+// with the contract's status and JSON body.
+//
+// Hot path: one Map lookup for the route; no file reads, no YAML, no schema, no eval. Do not add
+// anything here that a request does not need.
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { BundleRoute } from '../bundle-format.js'
+import type { LoadedBundle } from '../bundle.js'
+import type { Engine, Origin } from '../agents/engine.js'
+import { applyMapping } from '../mapping.js'
+import { HttpError, sendError, sendJson } from './errors.js'
+import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, tokenMatches } from './auth.js'
+import { parseBody, readBody } from './body.js'
+import { checkModelOverride, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveRequestSessionKey } from './requests.js'
+
+/** Everything a request needs, swapped as one object on reload. */
+export interface Serving {
+  bundle: LoadedBundle
+  tokenDigest: Buffer
+  trusted: AddressMatcher
+}
+
+export interface RequestLog {
+  method: string
+  path: string
+  status: number
+  ms: number
+  client: string
+  runId?: string
+  code?: string
+}
+
+export interface HandlerDeps {
+  current(): Serving
+  limiter: AuthLimiter
+  engine: Engine
+  startedAt: number
+  log(entry: RequestLog): void
+}
+
+export function createHandler(deps: HandlerDeps) {
+  return function handle(req: IncomingMessage, res: ServerResponse): void {
+    const started = performance.now()
+    const serving = deps.current()
+    const client = resolveClientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], serving.trusted)
+    const rawUrl = req.url ?? '/'
+    const q = rawUrl.indexOf('?')
+    const path = q < 0 ? rawUrl : rawUrl.slice(0, q)
+    let runId: string | undefined
+    const done = (status: number, code?: string) => {
+      deps.log({ method: req.method ?? '?', path: path.slice(0, 512), status, ms: Math.round((performance.now() - started) * 100) / 100, client, ...(runId ? { runId } : {}), ...(code ? { code } : {}) })
+    }
+    const fail = (err: unknown) => {
+      const e = err instanceof HttpError ? err : new HttpError(500, 'internal_error', 'the request could not be handled')
+      if (!(err instanceof HttpError)) process.stderr.write(JSON.stringify({ level: 'error', msg: 'request failed', path, error: (err as Error)?.message }) + '\n')
+      // Refused before the body was read: close the connection rather than drain an unread body.
+      if (!req.complete) res.setHeader('connection', 'close')
+      if (!res.headersSent) sendError(res, e)
+      done(e.status, e.code)
+    }
+    handleRequest(req, res, serving, deps, client, path, q < 0 ? '' : rawUrl.slice(q + 1), (id) => { runId = id })
+      .then((status) => { if (status) done(status) }, fail)
+  }
+}
+
+async function handleRequest(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, client: string, path: string, query: string, setRunId: (id: string) => void): Promise<number | void> {
+  const { bundle } = serving
+  const config = bundle.config
+  const base = config.basePath
+
+  if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {
+    sendJson(res, 200, { ok: true, bundle: bundle.manifest.inputsHash, compilerVersion: bundle.manifest.compilerVersion, routes: bundle.manifest.routes.length, uptimeSeconds: Math.round((Date.now() - deps.startedAt) / 1000) })
+    return 200
+  }
+  if (path !== base && !path.startsWith(base + '/')) throw new HttpError(404, 'not_found', `nothing is served at ${path.slice(0, 200)}`)
+  const params = new URLSearchParams(query)
+  if (params.has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
+  if (req.method !== 'POST') throw new HttpError(405, 'method_not_allowed', 'only POST is accepted here', { allow: 'POST' })
+
+  // Auth before a single body byte is read.
+  const now = Date.now()
+  if (tokenMatches(presentedToken(req.headers), serving.tokenDigest)) {
+    deps.limiter.succeed(client)
+  } else {
+    const locked = deps.limiter.retryAfter(client, now) || deps.limiter.fail(client, now)
+    if (locked) throw new HttpError(429, 'too_many_auth_failures', `too many failed attempts from this address; try again in ${locked} s`, { 'retry-after': String(locked) })
+    throw new HttpError(401, 'unauthorized', 'a valid hook token is required (Authorization: Bearer <token> or x-hookgate-token)')
+  }
+  if (!config.enabled) throw new HttpError(404, 'hooks_disabled', 'hooks are disabled on this server (hooks.enabled is false)')
+
+  const name = decodeName(path.slice(base.length + 1))
+  const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)
+  if (name === '' || (name !== 'wake' && name !== 'agent' && !routes)) throw new HttpError(404, 'no_mapping', name === '' ? 'name a hook: POST to a path under the base path' : `no mapping for ${base}/${name}`)
+  const limit = routes ? maxBodyBytes(routes, config.server.maxBodyBytes) : config.server.maxBodyBytes
+  const body = await readBody(req, limit, config.server.bodyTimeoutMs)
+  const payload = parseBody(body, req.headers['content-type'])
+  const correlationId = correlationIdOf(req)
+  const source = `hook ${base}/${name}`
+
+  if (name === 'wake') {
+    const w = parseWakeRequest(payload)
+    const row = await deps.engine.submitWake({ definitionKind: 'hook', definitionId: 'wake', correlationId, source, external: true, agentId: config.defaultAgentId, text: w.text, mode: w.mode, name: null })
+    setRunId(row.id)
+    sendJson(res, 200, { ok: true, action: 'wake', runId: row.id, mode: w.mode })
+    return 200
+  }
+  if (name === 'agent') {
+    const a = parseAgentRequest(payload)
+    const agentId = resolveAgentId(a.agentId, config)
+    const sessionKey = resolveRequestSessionKey(a.sessionKey, config)
+    checkModelOverride(a.model, agentId, config)
+    const origin: Origin = { definitionKind: 'hook', definitionId: 'agent', correlationId, source, external: true }
+    const row = await deps.engine.submitAgent({ ...origin, ...a, agentId, sessionKey })
+    setRunId(row.id)
+    sendJson(res, 202, { ok: true, action: 'agent', runId: row.id, correlationId, sessionKey })
+    return 202
+  }
+
+  const outcome = await applyMapping(routes, { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() })
+  if (outcome.kind === 'no-match') throw new HttpError(404, 'no_mapping', `no mapping for ${base}/${name} matches this payload's source`)
+  if (outcome.kind === 'error') {
+    process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
+    throw new HttpError(500, outcome.code, outcome.code === 'transform_timeout' ? 'the mapping transform timed out' : 'the mapping transform failed')
+  }
+  if (outcome.kind === 'skip') {
+    res.writeHead(204).end()
+    return 204
+  }
+  const route = outcome.route
+  const origin: Origin = { definitionKind: route.definitionKind, definitionId: route.id, correlationId, source, external: outcome.external }
+  const action = outcome.action
+  const agentId = resolveAgentId(action.agentId, config)
+  if (action.kind === 'wake') {
+    const row = await deps.engine.submitWake({ ...origin, agentId, text: action.text, mode: action.mode, name: null })
+    setRunId(row.id)
+    sendJson(res, 200, { ok: true, action: 'wake', runId: row.id, mode: action.mode })
+    return 200
+  }
+  if (action.kind === 'workflow') {
+    const row = await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context: { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() } })
+    setRunId(row.id)
+    sendJson(res, 202, { ok: true, action: 'workflow', runId: row.id, correlationId })
+    return 202
+  }
+  checkModelOverride(action.model, agentId, config)
+  const sessionKey = action.sessionKey ?? config.policy.defaultSessionKey ?? `hook:${randomUUID()}`
+  const row = await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey })
+  setRunId(row.id)
+  sendJson(res, 202, { ok: true, action: 'agent', runId: row.id, correlationId, sessionKey })
+  return 202
+}
+
+function decodeName(raw: string): string {
+  let name: string
+  try {
+    name = decodeURIComponent(raw)
+  } catch {
+    throw new HttpError(404, 'no_mapping', 'the path is not valid percent-encoding')
+  }
+  return name.replace(/\/+$/, '')
+}
+
+/** The largest limit among the routes on a name: the route is chosen only once the body is parsed. */
+function maxBodyBytes(routes: readonly BundleRoute[], fallback: number): number {
+  let limit = 0
+  for (const r of routes) limit = Math.max(limit, r.maxBodyBytes ?? fallback)
+  return limit
+}
+
+function correlationIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-correlation-id']
+  return typeof given === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(given) ? given : randomUUID()
+}
+
+function headerRecord(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = Object.create(null)
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v
+  }
+  return out
+}
+
+function queryRecord(params: URLSearchParams): Record<string, string> {
+  const out: Record<string, string> = Object.create(null)
+  for (const [k, v] of params) out[k] = v
+  return out
+}

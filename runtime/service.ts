@@ -1,0 +1,157 @@
+// `hookgate serve` as a library: load the bundle, resolve secrets, open the state, listen; swap in
+// a new bundle on SIGHUP or when the file changes (a broken one is refused, the old one kept); on
+// SIGTERM stop accepting, let in-flight requests and running turns finish, and exit.
+import { randomBytes } from 'node:crypto'
+import { watch, type FSWatcher } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import { basename, dirname, resolve } from 'node:path'
+import type { AddressInfo } from 'node:net'
+import { loadBundle, bundleFileOf, type LoadedBundle } from './bundle.js'
+import { resolveToken } from './secrets.js'
+import { Engine } from './agents/engine.js'
+import { AddressMatcher, AuthLimiter } from './http/auth.js'
+import { createHandler, type RequestLog, type Serving } from './http/server.js'
+
+export interface ServeOptions {
+  bundle: string
+  host?: string
+  port?: number
+  stateDir?: string
+  /** how long SIGTERM waits for in-flight requests and running turns, default 10 s */
+  graceMs?: number
+  /** false: the store skips fsync (benchmarks only) */
+  fsync?: boolean
+  /** watch the bundle file and reload when it changes (default true) */
+  watch?: boolean
+  /** where log lines go, default stdout */
+  write?: (line: string) => void
+}
+
+export interface Service {
+  url: string
+  port: number
+  stateDir: string
+  server: Server
+  engine: Engine
+  current(): Serving
+  /** reloads the bundle file; resolves true when a new bundle was swapped in */
+  reload(): Promise<boolean>
+  /** stop accepting, drain, close the state; resolves when done */
+  close(): Promise<void>
+}
+
+export async function startService(options: ServeOptions): Promise<Service> {
+  const write = options.write ?? ((line: string) => process.stdout.write(line + '\n'))
+  const info = (msg: string, extra: Record<string, unknown> = {}) => write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg, ...extra }))
+  const bundleFile = bundleFileOf(options.bundle)
+  const first = await loadBundle(bundleFile)
+  const stateDir = options.stateDir ? resolve(options.stateDir) : resolve(first.configDir, first.config.server.stateDir)
+
+  let serving = prepare(first, stateDir, (token, where) => {
+    write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
+  })
+  const engine = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true })
+  const resumed = engine.resumeUnfinished()
+  if (resumed > 0) info('resumed unfinished runs', { runs: resumed })
+  const limiter = new AuthLimiter(first.config.server.authFailures)
+  const startedAt = Date.now()
+  const handler = createHandler({
+    current: () => serving,
+    limiter,
+    engine,
+    startedAt,
+    log: (entry: RequestLog) => write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: 'request', ...entry })),
+  })
+
+  const server = createServer({
+    // Node's own timers answer without our JSON body, so they sit behind the body timeout.
+    requestTimeout: first.config.server.bodyTimeoutMs + 5000,
+    headersTimeout: Math.min(first.config.server.bodyTimeoutMs + 2000, 60_000),
+    keepAliveTimeout: 5000,
+  }, handler)
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy()
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
+    const body = JSON.stringify({ ok: false, error: status === 431 ? 'the request headers are too large' : status === 408 ? 'the request did not arrive in time' : 'the request is not valid HTTP', code: status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request' })
+    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+  })
+
+  const host = options.host ?? first.config.server.host
+  const port = options.port ?? first.config.server.port
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail)
+    server.listen(port, host, () => { server.off('error', fail); ok() })
+  })
+  const address = server.address() as AddressInfo
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  const url = `http://${shownHost}:${address.port}`
+  write(`hookgate listening on ${url}${first.config.basePath} (bundle ${first.manifest.inputsHash.slice(0, 19)}…, ${first.manifest.routes.length} routes, state ${stateDir})`)
+
+  let reloading: Promise<boolean> | undefined
+  const reload = (): Promise<boolean> => {
+    reloading ??= (async () => {
+      try {
+        const next = await loadBundle(bundleFile)
+        if (next.manifest.inputsHash === serving.bundle.manifest.inputsHash) {
+          info('bundle unchanged; nothing to reload', { bundle: next.manifest.inputsHash })
+          return false
+        }
+        const prepared = prepare(next, stateDir, () => {})
+        if (next.config.server.host !== host || next.config.server.port !== serving.bundle.config.server.port) {
+          info('server.host and server.port changes take effect at the next start')
+        }
+        serving = prepared
+        engine.configure(next.config, next.workflows)
+        info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
+        return true
+      } catch (err) {
+        write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'bundle reload refused; still serving the previous bundle', error: (err as Error).message }))
+        return false
+      } finally {
+        reloading = undefined
+      }
+    })()
+    return reloading
+  }
+
+  let watcher: FSWatcher | undefined
+  if (options.watch !== false) {
+    let debounce: NodeJS.Timeout | undefined
+    // The compiler replaces the file by rename, so watch the directory for the file's name.
+    watcher = watch(dirname(bundleFile), (_event, file) => {
+      if (file !== basename(bundleFile)) return
+      clearTimeout(debounce)
+      debounce = setTimeout(() => void reload(), 150)
+    })
+    watcher.unref()
+  }
+
+  let closing: Promise<void> | undefined
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      watcher?.close()
+      const stopped = new Promise<void>((ok) => server.close(() => ok()))
+      server.closeIdleConnections()
+      const grace = options.graceMs ?? 10_000
+      const timer = setTimeout(() => server.closeAllConnections(), grace)
+      await stopped
+      clearTimeout(timer)
+      const drained = await engine.drain(grace)
+      if (!drained) info('grace period over; unfinished runs resume at the next start')
+      await engine.close()
+    })()
+    return closing
+  }
+
+  return { url, port: address.port, stateDir, server, engine, current: () => serving, reload, close }
+}
+
+/** Everything a request needs from one bundle, built once per load. */
+function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void): Serving {
+  // With hooks disabled and no token, no presented token can match a random digest.
+  const token = bundle.config.token === null && !bundle.config.enabled
+    ? { digest: randomBytes(32), describe: 'none' }
+    : resolveToken(bundle.config.token, bundle.configDir, stateDir)
+  if (token.generated) onGenerated(token.generated, token.describe)
+  return { bundle, tokenDigest: token.digest, trusted: new AddressMatcher(bundle.config.server.trustedProxies) }
+}
