@@ -27,7 +27,8 @@ try {
   } else if (command === 'serve' || command === 'runs' || command === 'try' || command === 'webhooks') {
     code = await (await import(new URL('runtime/cli.js', build).href)).main(command, rest)
   } else if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(USAGE)
+    // Asked for: stdout and 0; missing command: a usage error on stderr and 2.
+    ;(command === undefined ? process.stderr : process.stdout).write(USAGE)
     code = command === undefined ? 2 : 0
   } else {
     process.stderr.write(`hookgate: unknown command "${command}"\n${USAGE}`)

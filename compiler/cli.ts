@@ -46,7 +46,7 @@ async function compileCommand(argv: string[]): Promise<number> {
     return ExitCode.usageOrInternal
   }
   if (!Number.isInteger(maxErrors) || maxErrors < 1) {
-    process.stderr.write(`hookgate compile: --max-errors takes a whole number from 1 up\n`)
+    process.stderr.write(`hookgate compile: --max-errors takes a whole number from 1 up\n${COMPILE_USAGE}\n`)
     return ExitCode.usageOrInternal
   }
   if (positionals.length > 1) {

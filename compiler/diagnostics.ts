@@ -126,9 +126,14 @@ export function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
     : a.line - b.line || a.column - b.column || (a.code < b.code ? -1 : a.code > b.code ? 1 : 0) || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0)
 }
 
+/** One finding is one line (plus its hint): control characters from user text are escaped. */
 export function formatText(d: Diagnostic): string {
-  const head = `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}`
-  return d.hint ? `${head}\n  hint: ${d.hint}` : head
+  const head = `${oneLine(d.file)}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${oneLine(d.message)}`
+  return d.hint ? `${head}\n  hint: ${oneLine(d.hint)}` : head
+}
+
+function oneLine(s: string): string {
+  return s.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => (c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
 }
 
 /** GitHub Actions workflow commands; properties and data are escaped as the runner expects. */

@@ -56,10 +56,10 @@ export type MappingOutcome =
   | { kind: 'error'; route: BundleRoute; status: 500; code: 'transform_failed' | 'transform_timeout' | 'transform_invalid_output'; error: string }
 
 /** Keys a transform may return, with the type each must have. */
-const OVERRIDES: Record<string, 'string' | 'boolean' | 'number' | 'mode'> = {
+const OVERRIDES: ReadonlyMap<string, 'string' | 'boolean' | 'number' | 'mode'> = new Map(Object.entries({
   text: 'string', message: 'string', name: 'string', agentId: 'string', sessionKey: 'string', mode: 'mode', wakeMode: 'mode',
   deliver: 'boolean', channel: 'string', to: 'string', model: 'string', thinking: 'string', timeoutSeconds: 'number',
-}
+} as const))
 
 /** The first route on the name whose match.source fits the payload, or undefined. */
 export function selectRoute(routes: readonly BundleRoute[], payload: unknown): BundleRoute | undefined {
@@ -129,9 +129,9 @@ function mergeOverride(action: HookAction, out: unknown): HookAction | string {
   if (typeof out !== 'object' || Array.isArray(out)) return `${Array.isArray(out) ? 'an array' : typeof out}, not an object, null or nothing`
   const next: Record<string, unknown> = { ...action }
   for (const key of Object.keys(out as object)) {
-    const want = OVERRIDES[key]
+    const want = OVERRIDES.get(key)
     const value = (out as Record<string, unknown>)[key]
-    if (!want) return `an unknown key "${key}" (allowed: ${Object.keys(OVERRIDES).join(', ')})`
+    if (!want) return `an unknown key "${key}" (allowed: ${[...OVERRIDES.keys()].join(', ')})`
     if (value === undefined) continue
     if (want === 'mode') {
       if (value !== 'now' && value !== 'next-heartbeat') return `${key} "${String(value)}" (must be now or next-heartbeat)`
