@@ -1,6 +1,8 @@
 // The README's example works as printed: its hooks.yaml compiles, and the commands it shows give
 // the output it shows (boundary ids aside).
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
+import { compileFile } from '../../compiler/index.js'
+import { startService } from '../../runtime/service.js'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
@@ -45,5 +47,42 @@ example('compiles and answers try exactly as the README shows', () => {
   assert.is(normalise(actual.action.message), normalise(JSON.parse(/"message": ("(?:[^"\\]|\\.)*")/.exec(shown)![1]!)))
   assert.is(actual.external, true)
 })
+
+example('the curl lines work as printed against the repo\'s hooks.yaml', async () => {
+  const dir = tempDir()
+  const out = join(dir, 'dist')
+  const state = join(dir, 'state')
+  const compiled = await compileFile(join(repoRoot, 'hooks.yaml'), { outDir: out })
+  assert.ok(compiled.ok, JSON.stringify(compiled.diagnostics))
+  const logs: string[] = []
+  const service = await startService({ bundle: out, port: 0, stateDir: state, watch: false, write: (l) => logs.push(l) })
+  try {
+    const script = exampleBlock('curl')
+      .replaceAll('http://127.0.0.1:8787', service.url)
+      .replaceAll('.hookgate/token', join(state, 'token'))
+      .replace('node bin/hookgate.js runs', `"${process.execPath}" "${hookgateBin}" runs --state "${state}" --json`)
+    // Run the block as one script, printing a separator after each command's output.
+    const lines = script.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'))
+    const output = await runScript(lines.map((l) => (l.startsWith('TOKEN=') ? l : `${l}; echo; echo ----`)).join('\n'), dir)
+    const parts = output.split('----\n').map((p) => p.trim()).filter(Boolean)
+    assert.is(parts.length, 4, output)
+    const [wake, agent, alerts] = parts.slice(0, 3).map((p) => JSON.parse(p))
+    assert.equal([wake.ok, wake.action, wake.mode], [true, 'wake', 'now'])
+    assert.equal([agent.ok, agent.action], [true, 'agent'])
+    assert.match(agent.sessionKey, /^hook:/)
+    assert.equal([alerts.ok, alerts.action], [true, 'wake'])
+    const rows = JSON.parse(parts[3]!) as Array<{ id: string }>
+    assert.equal(rows.map((r) => r.id).sort(), [wake.runId, agent.runId, alerts.runId].sort())
+  } finally {
+    await service.close()
+  }
+})
+
+/** bash, asynchronously, so the in-process server keeps answering while the script runs. */
+function runScript(script: string, cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('bash', ['-c', `set -e\n${script}`], { cwd, encoding: 'utf8' }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)))
+  })
+}
 
 example.run()
