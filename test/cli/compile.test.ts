@@ -428,4 +428,9 @@ schema('describes mapping items with messageTemplate and transform and closes th
   assert.ok('module' in mapping.properties.transform.properties)
 })
 
+schema('matches the hooks.schema.json committed beside hooks.yaml (regenerate: hookgate schema > hooks.schema.json)', async () => {
+  const committed = JSON.parse(readFileSync(join(repoRoot, 'hooks.schema.json'), 'utf8'))
+  assert.equal(committed, stdoutJson<Record<string, any>>(await schemaRun.result))
+})
+
 schema.run()
