@@ -12,7 +12,7 @@ const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
 export const TRY_USAGE = 'usage: hookgate try <name> --payload FILE [--bundle dist] [--header K:V ...] [--query k=v ...]'
 
-export const SERVE_USAGE = 'usage: hookgate serve [--bundle dist] [--host 127.0.0.1] [--port 8787] [--state DIR] [--grace-seconds 10]'
+export const SERVE_USAGE = 'usage: hookgate serve [--bundle dist] [--host 127.0.0.1] [--port 8787] [--state DIR] [--grace-seconds 10] [--log-bodies] [--no-fsync]'
 
 export async function main(command: string, argv: string[]): Promise<number | undefined> {
   if (command === 'try') return tryCommand(argv)
@@ -35,6 +35,7 @@ async function serveCommand(argv: string[]): Promise<number> {
         state: { type: 'string' },
         'grace-seconds': { type: 'string', default: '10' },
         'no-fsync': { type: 'boolean', default: false },
+        'log-bodies': { type: 'boolean', default: false },
       },
     }).values
   } catch (err) {
@@ -56,6 +57,7 @@ async function serveCommand(argv: string[]): Promise<number> {
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
       graceMs: Number.isFinite(grace) && grace >= 0 ? grace * 1000 : 10_000,
       fsync: !values['no-fsync'],
+      logBodies: values['log-bodies'] === true,
     })
   } catch (err) {
     const e = err as NodeJS.ErrnoException

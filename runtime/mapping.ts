@@ -3,7 +3,8 @@
 // action. Used by the server and by `hookgate try`, so both answer the same.
 //
 // Hot path: no file reads, no eval, no per-request allocation beyond the context and the action.
-import type { BundleRoute, RenderContext, WakeMode } from './bundle-format.js'
+import type { BundleRoute, RenderContext, TransformInput, WakeMode } from './bundle-format.js'
+import { TransformFailed, TransformTimeout } from './transforms/pool.js'
 import { templateHelpers } from './template-helpers.js'
 
 export interface MappingInput {
@@ -70,7 +71,14 @@ export function selectRoute(routes: readonly BundleRoute[], payload: unknown): B
   return undefined
 }
 
-export async function applyMapping(routes: readonly BundleRoute[] | undefined, input: MappingInput): Promise<MappingOutcome> {
+/** Runs a route's transform; the server passes one backed by worker threads (runtime/transforms). */
+export type TransformRunner = (route: BundleRoute, input: TransformInput) => Promise<unknown>
+
+/** In-process, with a timer: enough for `hookgate try`, but a synchronous endless loop would hang it. */
+export const runTransformInProcess: TransformRunner = (route, input) =>
+  withTimeout(Promise.resolve().then(() => route.transform!.fn(Object.freeze(input))), route.transform!.timeoutMs)
+
+export async function applyMapping(routes: readonly BundleRoute[] | undefined, input: MappingInput, runTransform: TransformRunner = runTransformInProcess): Promise<MappingOutcome> {
   const route = routes && selectRoute(routes, input.payload)
   if (!route) return { kind: 'no-match' }
   const ctx: RenderContext = Object.assign(Object.create(null), input)
@@ -83,12 +91,10 @@ export async function applyMapping(routes: readonly BundleRoute[] | undefined, i
   if (route.transform) {
     let out: unknown
     try {
-      out = await withTimeout(
-        Promise.resolve().then(() => route.transform!.fn(Object.freeze({ payload: input.payload, headers: input.headers, query: input.query, path: input.path }))),
-        route.transform.timeoutMs,
-      )
+      out = await runTransform(route, { payload: input.payload, headers: input.headers, query: input.query, path: input.path })
     } catch (err) {
-      if (err === TIMEOUT) return { kind: 'error', route, status: 500, code: 'transform_timeout', error: `transform of mapping "${route.id}" did not finish within ${route.transform.timeoutMs} ms` }
+      if (err === TIMEOUT || err instanceof TransformTimeout) return { kind: 'error', route, status: 500, code: 'transform_timeout', error: `transform of mapping "${route.id}" did not finish within ${route.transform.timeoutMs} ms` }
+      if (err instanceof TransformFailed && err.invalidOutput) return { kind: 'error', route, status: 500, code: 'transform_invalid_output', error: `transform of mapping "${route.id}" returned ${err.message}` }
       return { kind: 'error', route, status: 500, code: 'transform_failed', error: `transform of mapping "${route.id}" failed` }
     }
     if (out === null) return { kind: 'skip', route }

@@ -11,6 +11,7 @@ import { resolveToken } from './secrets.js'
 import { Engine } from './agents/engine.js'
 import { AddressMatcher, AuthLimiter } from './http/auth.js'
 import { createHandler, type RequestLog, type Serving } from './http/server.js'
+import { TransformPool } from './transforms/pool.js'
 
 export interface ServeOptions {
   bundle: string
@@ -23,6 +24,8 @@ export interface ServeOptions {
   fsync?: boolean
   /** watch the bundle file and reload when it changes (default true) */
   watch?: boolean
+  /** debugging: log the first 2 KiB of each request body (off by default: bodies may hold secrets) */
+  logBodies?: boolean
   /** where log lines go, default stdout */
   write?: (line: string) => void
 }
@@ -50,6 +53,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
   let serving = prepare(first, stateDir, (token, where) => {
     write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
   })
+  await serving.pool?.warm()
   const engine = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true })
   const resumed = engine.resumeUnfinished()
   if (resumed > 0) info('resumed unfinished runs', { runs: resumed })
@@ -60,6 +64,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     limiter,
     engine,
     startedAt,
+    logBodies: options.logBodies === true,
     log: (entry: RequestLog) => write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: 'request', ...entry })),
   })
 
@@ -100,7 +105,10 @@ export async function startService(options: ServeOptions): Promise<Service> {
         if (next.config.server.host !== host || next.config.server.port !== serving.bundle.config.server.port) {
           info('server.host and server.port changes take effect at the next start')
         }
+        await prepared.pool?.warm()
+        const old = serving
         serving = prepared
+        void old.pool?.closeWhenIdle()
         engine.configure(next.config, next.workflows)
         info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
         return true
@@ -136,6 +144,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       const timer = setTimeout(() => server.closeAllConnections(), grace)
       await stopped
       clearTimeout(timer)
+      await serving.pool?.close()
       const drained = await engine.drain(grace)
       if (!drained) info('grace period over; unfinished runs resume at the next start')
       await engine.close()
@@ -147,11 +156,18 @@ export async function startService(options: ServeOptions): Promise<Service> {
 }
 
 /** Everything a request needs from one bundle, built once per load. */
-function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void): Serving {
+function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void): Serving & { pool: TransformPool | null } {
   // With hooks disabled and no token, no presented token can match a random digest.
   const token = bundle.config.token === null && !bundle.config.enabled
     ? { digest: randomBytes(32), describe: 'none' }
     : resolveToken(bundle.config.token, bundle.configDir, stateDir)
   if (token.generated) onGenerated(token.generated, token.describe)
-  return { bundle, tokenDigest: token.digest, trusted: new AddressMatcher(bundle.config.server.trustedProxies) }
+  const pool = bundle.manifest.routes.some((r) => r.transform) ? new TransformPool(bundle.file) : null
+  return {
+    bundle,
+    tokenDigest: token.digest,
+    trusted: new AddressMatcher(bundle.config.server.trustedProxies),
+    transforms: pool && ((route, input) => pool.run(route.id, input, route.transform!.timeoutMs)),
+    pool,
+  }
 }

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { BundleRoute } from '../bundle-format.js'
 import type { LoadedBundle } from '../bundle.js'
 import type { Engine, Origin } from '../agents/engine.js'
-import { applyMapping } from '../mapping.js'
+import { applyMapping, type TransformRunner } from '../mapping.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, tokenMatches } from './auth.js'
 import { parseBody, readBody } from './body.js'
@@ -20,6 +20,8 @@ export interface Serving {
   bundle: LoadedBundle
   tokenDigest: Buffer
   trusted: AddressMatcher
+  /** runs transforms in worker threads; null when the bundle has none */
+  transforms: TransformRunner | null
 }
 
 export interface RequestLog {
@@ -30,6 +32,8 @@ export interface RequestLog {
   client: string
   runId?: string
   code?: string
+  /** only with serve --log-bodies: the first 2 KiB of the body */
+  body?: string
 }
 
 export interface HandlerDeps {
@@ -38,7 +42,12 @@ export interface HandlerDeps {
   engine: Engine
   startedAt: number
   log(entry: RequestLog): void
+  /** a debugging aid: put (the start of) each body into its log line */
+  logBodies?: boolean
 }
+
+/** What the handler learns along the way and the log line reports. */
+interface RequestNotes { runId?: string; body?: string }
 
 export function createHandler(deps: HandlerDeps) {
   return function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -48,9 +57,9 @@ export function createHandler(deps: HandlerDeps) {
     const rawUrl = req.url ?? '/'
     const q = rawUrl.indexOf('?')
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q)
-    let runId: string | undefined
+    const notes: RequestNotes = {}
     const done = (status: number, code?: string) => {
-      deps.log({ method: req.method ?? '?', path: path.slice(0, 512), status, ms: Math.round((performance.now() - started) * 100) / 100, client, ...(runId ? { runId } : {}), ...(code ? { code } : {}) })
+      deps.log({ method: req.method ?? '?', path: path.slice(0, 512), status, ms: Math.round((performance.now() - started) * 100) / 100, client, ...(notes.runId ? { runId: notes.runId } : {}), ...(code ? { code } : {}), ...(notes.body !== undefined ? { body: notes.body } : {}) })
     }
     const fail = (err: unknown) => {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal_error', 'the request could not be handled')
@@ -60,12 +69,13 @@ export function createHandler(deps: HandlerDeps) {
       if (!res.headersSent) sendError(res, e)
       done(e.status, e.code)
     }
-    handleRequest(req, res, serving, deps, client, path, q < 0 ? '' : rawUrl.slice(q + 1), (id) => { runId = id })
+    handleRequest(req, res, serving, deps, client, path, q < 0 ? '' : rawUrl.slice(q + 1), notes)
       .then((status) => { if (status) done(status) }, fail)
   }
 }
 
-async function handleRequest(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, client: string, path: string, query: string, setRunId: (id: string) => void): Promise<number | void> {
+async function handleRequest(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, client: string, path: string, query: string, notes: RequestNotes): Promise<number | void> {
+  const setRunId = (id: string) => { notes.runId = id }
   const { bundle } = serving
   const config = bundle.config
   const base = config.basePath
@@ -95,6 +105,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   if (name === '' || (name !== 'wake' && name !== 'agent' && !routes)) throw new HttpError(404, 'no_mapping', name === '' ? 'name a hook: POST to a path under the base path' : `no mapping for ${base}/${name}`)
   const limit = routes ? maxBodyBytes(routes, config.server.maxBodyBytes) : config.server.maxBodyBytes
   const body = await readBody(req, limit, config.server.bodyTimeoutMs)
+  if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')
   const payload = parseBody(body, req.headers['content-type'])
   const correlationId = correlationIdOf(req)
   const source = `hook ${base}/${name}`
@@ -118,7 +129,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
     return 202
   }
 
-  const outcome = await applyMapping(routes, { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() })
+  const outcome = await applyMapping(routes, { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }, serving.transforms ?? undefined)
   if (outcome.kind === 'no-match') throw new HttpError(404, 'no_mapping', `no mapping for ${base}/${name} matches this payload's source`)
   if (outcome.kind === 'error') {
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
