@@ -206,6 +206,8 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
     policy: resolved.policy,
     server: resolved.server,
     agents: resolved.agents,
+    providers: resolved.providers,
+    channels: resolved.channels,
     defaultAgentId: resolved.defaultAgentId,
     tasks: resolved.tasks,
     gmail: resolved.gmail ?? null,

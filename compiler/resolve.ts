@@ -9,7 +9,8 @@ import type { ExpandedConfig, RouteSpec } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import type { HooksConfig, SecretRefConfig, TokenRefConfig, WorkflowConfig } from './schema.js'
 
-import type { SecretSpec } from '../runtime/bundle-format.js'
+import type { BundleChannel, BundleConfig, BundleProvider, SecretSpec } from '../runtime/bundle-format.js'
+import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
 export type { SecretSpec }
 
 export interface ResolvedRoute extends RouteSpec {
@@ -20,14 +21,7 @@ export interface ResolvedRoute extends RouteSpec {
   transformFile?: string
 }
 
-export interface ResolvedAgent {
-  id: string
-  default: boolean
-  model: string
-  fallbackModels: string[]
-  /** null when the heartbeat is off */
-  heartbeatSeconds: number | null
-}
+export type ResolvedAgent = BundleConfig['agents'][number]
 
 export interface ResolvedTask {
   id: string
@@ -41,16 +35,7 @@ export interface ResolvedTask {
   notify: 'silent' | 'done' | 'state'
 }
 
-export interface ServerSettings {
-  host: string
-  port: number
-  maxBodyBytes: number
-  bodyTimeoutMs: number
-  authFailures: { limit: number; windowMs: number; lockoutMs: number; maxTrackedClients: number }
-  trustedProxies: string[]
-  /** relative to the config directory unless absolute */
-  stateDir: string
-}
+export type ServerSettings = BundleConfig['server']
 
 export interface ResolvedConfig {
   enabled: boolean
@@ -65,6 +50,8 @@ export interface ResolvedConfig {
   }
   server: ServerSettings
   agents: ResolvedAgent[]
+  providers: BundleProvider[]
+  channels: BundleChannel[]
   defaultAgentId: string
   workflows: WorkflowConfig[]
   tasks: ResolvedTask[]
@@ -81,6 +68,8 @@ export const DEFAULT_SERVER: ServerSettings = {
   authFailures: { limit: 20, windowMs: 60_000, lockoutMs: 60_000, maxTrackedClients: 10_000 },
   trustedProxies: [],
   stateDir: '.hookgate',
+  concurrency: 4,
+  idempotencyWindowMs: 86_400_000,
 }
 
 const RESERVED_NAMES = new Set(['wake', 'agent'])
@@ -109,8 +98,11 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     bag.error('SESSION_KEY_PREFIX', `defaultSessionKey "${hooks.defaultSessionKey}" does not start with any of hooks.allowedSessionKeyPrefixes (${prefixes.map((p) => JSON.stringify(p)).join(', ')})`, at(['hooks', 'defaultSessionKey']))
   }
 
-  // agents
-  const agents = resolveAgents(config, expanded, loaded, bag)
+  // agents, the providers their models name, the channels replies go to
+  const channels = resolveChannels(config, loaded, bag)
+  const channelIds = new Set(channels.map((c) => c.id))
+  const agents = resolveAgents(config, expanded, loaded, bag, channelIds)
+  const providers = resolveProviders(config, agents, loaded, bag)
   const defaultAgentId = agents.find((a) => a.default)?.id ?? agents[0]!.id
   const agentIds = new Set(agents.map((a) => a.id))
   const allowed = hooks.allowedAgentIds === undefined || hooks.allowedAgentIds.includes('*') ? null : hooks.allowedAgentIds
@@ -189,8 +181,9 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
         if (file) route.transformFile = file
       }
     }
-    if (route.model?.startsWith('builtin/') && route.model !== 'builtin/echo') {
-      bag.error('MODEL_INVALID', `unknown built-in model "${route.model}"`, at([...spec.configPath, 'model']), 'the built-in model is builtin/echo')
+    checkRouteModel(route, agents, defaultAgentId, loaded, bag)
+    if (route.channel !== 'last' && !channelIds.has(route.channel)) {
+      bag.error('CHANNEL_UNKNOWN', `channel "${route.channel}" is not declared under channels`, at([...spec.configPath, 'channel']), hintFrom(route.channel, channelIds) ?? 'declare it under channels, or use channel: last')
     }
     routes.push(route)
   }
@@ -211,6 +204,8 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     },
     trustedProxies: checkTrustedProxies(s.trustedProxies ?? [], loaded, bag),
     stateDir: s.stateDir ?? DEFAULT_SERVER.stateDir,
+    concurrency: s.concurrency ?? DEFAULT_SERVER.concurrency,
+    idempotencyWindowMs: s.idempotencyWindowSeconds !== undefined ? Math.round(s.idempotencyWindowSeconds * 1000) : DEFAULT_SERVER.idempotencyWindowMs,
   }
 
   let gmail: Record<string, unknown> | undefined
@@ -231,6 +226,8 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     },
     server,
     agents,
+    providers,
+    channels,
     defaultAgentId,
     workflows,
     tasks,
@@ -253,7 +250,7 @@ function resolveToken(ref: TokenRefConfig, path: PathSegment[], loaded: LoadedCo
   return resolveSecret(ref, path, loaded, bag)
 }
 
-function resolveSecret(ref: SecretRefConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | undefined {
+export function resolveSecret(ref: SecretRefConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | undefined {
   if (typeof ref === 'object') {
     if ('env' in ref) return { kind: 'env', name: ref.env }
     return { kind: 'file', path: ref.file }
@@ -290,30 +287,6 @@ export function normaliseName(raw: string): string | undefined {
   const segments = raw.split('/').filter((s) => s.length > 0)
   if (segments.length === 0 || segments.some((s) => s === '.' || s === '..' || !SEGMENT.test(s))) return undefined
   return segments.join('/')
-}
-
-function resolveAgents(config: HooksConfig, expanded: ExpandedConfig, loaded: LoadedConfig, bag: DiagnosticBag): ResolvedAgent[] {
-  const declared = config.agents ?? []
-  const seen = new Set<string>()
-  declared.forEach((a, i) => {
-    if (seen.has(a.id)) bag.error('AGENT_DUPLICATE_ID', `agent id "${a.id}" is declared twice`, loaded.locate(['agents', i, 'id']))
-    seen.add(a.id)
-    if (a.model.startsWith('builtin/') && a.model !== 'builtin/echo') {
-      bag.error('MODEL_INVALID', `unknown built-in model "${a.model}"`, loaded.locate(['agents', i, 'model']), 'the built-in model is builtin/echo')
-    }
-  })
-  const defaults = declared.map((a, i) => ({ a, i })).filter(({ a }) => a.default === true)
-  if (declared.length > 1 && defaults.length !== 1) {
-    const where = defaults.length > 1 ? loaded.locate(['agents', defaults[1]!.i, 'default']) : loaded.locate(['agents'])
-    bag.error('AGENT_DEFAULT', defaults.length > 1 ? `${defaults.length} agents are marked default: true; exactly one may be` : `${declared.length} agents are declared and none is marked default: true`, where, 'mark exactly one agent with default: true')
-  }
-  return expanded.agents.map((a) => ({
-    id: a.id,
-    default: declared.length <= 1 ? true : a.default === true,
-    model: a.model,
-    fallbackModels: a.fallbackModels ?? [],
-    heartbeatSeconds: parseDurationSeconds(a.heartbeat?.every ?? '30m'),
-  }))
 }
 
 /** '30s' → 30, '5m' → 300, 'off' → null (the schema already checked the form). */
@@ -503,7 +476,7 @@ function warnIgnoredFields(route: ResolvedRoute, loaded: LoadedConfig, bag: Diag
   }
 }
 
-function hintFrom(word: string, options: Set<string>): string | undefined {
+export function hintFrom(word: string, options: Set<string>): string | undefined {
   const guess = closest(word, options)
   if (guess !== undefined) return `did you mean "${guess}"?`
   return options.size > 0 ? `declared: ${[...options].join(', ')}` : undefined

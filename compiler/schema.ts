@@ -114,8 +114,15 @@ export const AgentSchema = Type.Object({
   id: Id,
   default: Type.Optional(Type.Boolean()),
   model: ModelRef,
-  fallbackModels: Type.Optional(Type.Array(ModelRef)),
-  heartbeat: Type.Optional(Type.Object({ every: Duration }, closed)),
+  fallbackModels: Type.Optional(Type.Array(ModelRef, { description: 'tried in order when the model fails' })),
+  heartbeat: Type.Optional(Type.Object({
+    every: Duration,
+    maxQueuedEvents: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, description: 'system events kept for the next turn; the oldest are dropped first, default 1000' })),
+  }, closed)),
+  delivery: Type.Optional(Type.Object({
+    channel: Type.String({ minLength: 1, description: 'a channel id: where replies go while no other route was used' }),
+    to: Type.Optional(Type.String({ minLength: 1 })),
+  }, { ...closed, description: 'the main session\'s route until a delivery names another (channel: last uses it)' })),
   triggers: Type.Optional(Type.Array(TriggerSchema)),
   tasks: Type.Optional(Type.Array(TaskSchema)),
 }, closed)
@@ -149,13 +156,39 @@ export const ServerSchema = Type.Object({
   }, closed)),
   trustedProxies: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'addresses or CIDR ranges whose X-Forwarded-For is believed' })),
   stateDir: Type.Optional(Type.String({ minLength: 1, description: 'default .hookgate beside hooks.yaml' })),
+  concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'isolated agent turns running at once, default 4' })),
+  idempotencyWindowSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 30 * 86400, description: 'how long an Idempotency-Key is remembered, default 86400' })),
 }, closed)
+
+export const ProviderSchema = Type.Object({
+  id: Id,
+  type: Type.Enum(['openai', 'anthropic'], { description: 'openai: any OpenAI-compatible chat completions API (OpenAI, Ollama, vLLM, LM Studio, OpenRouter, llama.cpp); anthropic: the Messages API' }),
+  baseUrl: Type.String({ pattern: '^https?://[^\\s]+$', description: 'e.g. https://api.openai.com/v1, http://127.0.0.1:11434/v1, https://api.anthropic.com' }),
+  apiKey: Type.Optional(SecretRef),
+  timeoutSeconds: Type.Optional(TimeoutSeconds),
+  maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10, description: 'retries of a 429, 5xx or connection error, with backoff; default 2' })),
+}, { ...closed, description: 'a model provider, referenced by models written <provider id>/<model>' })
+
+export const ChannelSchema = Type.Object({
+  id: Id,
+  type: Type.Enum(['webhook', 'slack', 'discord', 'telegram', 'file']),
+  url: Type.Optional(SecretRef),
+  secret: Type.Optional(SecretRef),
+  botToken: Type.Optional(SecretRef),
+  chatId: Type.Optional(Type.String({ minLength: 1 })),
+  apiBaseUrl: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'telegram only: the Bot API base, default https://api.telegram.org' })),
+  path: Type.Optional(Type.String({ minLength: 1, description: 'file only: a JSON-lines file, relative to hooks.yaml' })),
+  maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 20, description: 'delivery attempts with backoff, default 5' })),
+  timeoutSeconds: Type.Optional(TimeoutSeconds),
+}, { ...closed, description: 'where agent replies are delivered: webhook (Standard Webhooks signed), slack, discord, telegram, file' })
 
 export const ConfigSchema = Type.Object({
   $schema: Type.Optional(Type.String()),
   server: Type.Optional(ServerSchema),
   hooks: HooksSchema,
   agents: Type.Optional(Type.Array(AgentSchema)),
+  providers: Type.Optional(Type.Array(ProviderSchema)),
+  channels: Type.Optional(Type.Array(ChannelSchema)),
   workflows: Type.Optional(Type.Array(WorkflowSchema)),
 }, { ...closed, title: 'hookgate config (hooks.yaml)' })
 
@@ -166,6 +199,8 @@ export type TriggerConfig = Static<typeof TriggerSchema>
 export type WorkflowConfig = Static<typeof WorkflowSchema>
 export type TokenRefConfig = Static<typeof TokenRef>
 export type SecretRefConfig = Static<typeof SecretRef>
+export type ProviderConfig = Static<typeof ProviderSchema>
+export type ChannelConfig = Static<typeof ChannelSchema>
 
 /** The JSON Schema document printed by `hookgate schema`. */
 export function jsonSchemaDocument(): Record<string, unknown> {

@@ -36,6 +36,33 @@ export type SecretSpec =
   | { kind: 'generate' }
   /** a literal token written in hooks.yaml: only its SHA-256 reaches the bundle */
   | { kind: 'digest'; sha256: string }
+  /** a value that is not secret (a plain webhook URL), kept as written */
+  | { kind: 'value'; value: string }
+
+export interface BundleProvider {
+  id: string
+  type: 'openai' | 'anthropic'
+  baseUrl: string
+  apiKey: SecretSpec | null
+  timeoutMs: number
+  maxRetries: number
+}
+
+export type ChannelType = 'webhook' | 'slack' | 'discord' | 'telegram' | 'file'
+
+export interface BundleChannel {
+  id: string
+  type: ChannelType
+  url: SecretSpec | null
+  secret: SecretSpec | null
+  botToken: SecretSpec | null
+  chatId: string | null
+  apiBaseUrl: string
+  /** file channel: relative to the config directory unless absolute */
+  path: string | null
+  maxAttempts: number
+  timeoutMs: number
+}
 
 export interface BundleConfig {
   enabled: boolean
@@ -55,8 +82,12 @@ export interface BundleConfig {
     authFailures: { limit: number; windowMs: number; lockoutMs: number; maxTrackedClients: number }
     trustedProxies: string[]
     stateDir: string
+    concurrency: number
+    idempotencyWindowMs: number
   }
-  agents: Array<{ id: string; default: boolean; model: string; fallbackModels: string[]; heartbeatSeconds: number | null }>
+  agents: Array<{ id: string; default: boolean; model: string; fallbackModels: string[]; heartbeatSeconds: number | null; maxQueuedEvents: number; delivery: { channel: string; to: string | null } | null }>
+  providers: BundleProvider[]
+  channels: BundleChannel[]
   defaultAgentId: string
   tasks: Array<{ id: string; agentId: string; name: string; schedule: string; target: ActionKind; workflow?: string; prompt?: string; timeoutSeconds?: number; notify: 'silent' | 'done' | 'state' }>
   gmail: Record<string, unknown> | null

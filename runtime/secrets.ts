@@ -37,6 +37,7 @@ export function resolveSecretValue(spec: SecretSpec, configDir: string): string 
     if (v === '') throw new SecretError(`secret file ${spec.path} is empty`)
     return v
   }
+  if (spec.kind === 'value') return spec.value
   throw new SecretError(`a ${spec.kind} reference has no value to read`)
 }
 
@@ -57,5 +58,5 @@ export function resolveToken(spec: SecretSpec | null, configDir: string, stateDi
     return { digest: tokenDigest(token), generated: token, describe: file }
   }
   const value = resolveSecretValue(spec, configDir)
-  return { digest: tokenDigest(value), describe: spec.kind === 'env' ? `\${${spec.name}}` : spec.path }
+  return { digest: tokenDigest(value), describe: spec.kind === 'env' ? `\${${spec.name}}` : spec.kind === 'file' ? spec.path : 'a value in hooks.yaml' }
 }
