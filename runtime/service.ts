@@ -12,6 +12,7 @@ import { Engine } from './agents/engine.js'
 import { AddressMatcher, AuthLimiter } from './http/auth.js'
 import { createHandler, type RequestLog, type Serving } from './http/server.js'
 import { TransformPool } from './transforms/pool.js'
+import { IdempotencyIndex } from './http/idempotency.js'
 
 export interface ServeOptions {
   bundle: string
@@ -58,11 +59,14 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const resumed = engine.resumeUnfinished()
   if (resumed > 0) info('resumed unfinished runs', { runs: resumed })
   const limiter = new AuthLimiter(first.config.server.authFailures)
+  const idempotency = new IdempotencyIndex(first.config.server.idempotencyWindowMs)
+  idempotency.load(engine.runs.list())
   const startedAt = Date.now()
   const handler = createHandler({
     current: () => serving,
     limiter,
     engine,
+    idempotency,
     startedAt,
     logBodies: options.logBodies === true,
     log: (entry: RequestLog) => write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: 'request', ...entry })),
@@ -110,6 +114,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
         serving = prepared
         void old.pool?.closeWhenIdle()
         engine.configure(next.config, next.workflows)
+        idempotency.setWindow(next.config.server.idempotencyWindowMs)
         info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
         return true
       } catch (err) {

@@ -46,6 +46,13 @@ type SessionRecord =
 
 type PendingEvent = Extract<SessionRecord, { type: 'event' }>
 
+/** Fields the HTTP side fixes for the run row: its id, and for Idempotency-Key the key and the answer. */
+export interface RowExtra {
+  id?: string
+  idempotency?: { key: string; fingerprint: string }
+  response?: { status: number; body: Record<string, unknown> }
+}
+
 export const DEFAULT_TURN_TIMEOUT_SECONDS = 120
 const MAX_PENDING_EVENTS = 1000
 
@@ -143,23 +150,23 @@ export class Engine {
   }
 
   /** Durable before it resolves: the event and its run row are on disk. */
-  async submitWake(input: WakeInput): Promise<RunRow> {
-    const row = await this.runs.create({ id: randomUUID(), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}) })
+  async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
+    const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}) })
     await this.queueEvent(input.agentId, { runId: row.id, text: input.text, external: input.external, source: input.source })
     if (input.mode === 'now') this.track(this.session(input.agentId).heartbeat())
     return row
   }
 
-  async submitAgent(input: AgentInput): Promise<RunRow> {
+  async submitAgent(input: AgentInput, extra: RowExtra = {}): Promise<RunRow> {
     const { definitionKind, definitionId, correlationId, ...request } = input
-    const row = await this.runs.create({ id: randomUUID(), definitionKind, definitionId, correlationId, action: 'agent', agentId: input.agentId, sessionKey: input.sessionKey, ...(input.name ? { name: input.name } : {}), request })
+    const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind, definitionId, correlationId, action: 'agent', agentId: input.agentId, sessionKey: input.sessionKey, ...(input.name ? { name: input.name } : {}), request })
     this.track(this.runAgent(row, request))
     return row
   }
 
-  async submitWorkflow(input: WorkflowInput): Promise<RunRow> {
+  async submitWorkflow(input: WorkflowInput, extra: RowExtra = {}): Promise<RunRow> {
     const { definitionKind, definitionId, correlationId, ...request } = input
-    const row = await this.runs.create({ id: randomUUID(), definitionKind, definitionId, correlationId, action: 'workflow', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request })
+    const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind, definitionId, correlationId, action: 'workflow', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request })
     this.track(this.runWorkflow(row, request))
     return row
   }

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { BundleRoute } from '../bundle-format.js'
 import type { LoadedBundle } from '../bundle.js'
-import type { Engine, Origin } from '../agents/engine.js'
+import type { Engine, Origin, RowExtra } from '../agents/engine.js'
+import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
 import { applyMapping, type TransformRunner } from '../mapping.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, tokenMatches } from './auth.js'
@@ -40,6 +41,8 @@ export interface HandlerDeps {
   current(): Serving
   limiter: AuthLimiter
   engine: Engine
+  /** Idempotency-Key memory; a handler made without one keeps keys for 24 h in memory only */
+  idempotency?: IdempotencyIndex
   startedAt: number
   log(entry: RequestLog): void
   /** a debugging aid: put (the start of) each body into its log line */
@@ -49,7 +52,8 @@ export interface HandlerDeps {
 /** What the handler learns along the way and the log line reports. */
 interface RequestNotes { runId?: string; body?: string }
 
-export function createHandler(deps: HandlerDeps) {
+export function createHandler(given: HandlerDeps) {
+  const deps: Required<Pick<HandlerDeps, 'idempotency'>> & HandlerDeps = { ...given, idempotency: given.idempotency ?? new IdempotencyIndex(86_400_000) }
   return function handle(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now()
     const serving = deps.current()
@@ -74,7 +78,7 @@ export function createHandler(deps: HandlerDeps) {
   }
 }
 
-async function handleRequest(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, client: string, path: string, query: string, notes: RequestNotes): Promise<number | void> {
+async function handleRequest(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps & { idempotency: IdempotencyIndex }, client: string, path: string, query: string, notes: RequestNotes): Promise<number | void> {
   const setRunId = (id: string) => { notes.runId = id }
   const { bundle } = serving
   const config = bundle.config
@@ -110,27 +114,64 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   const correlationId = correlationIdOf(req)
   const source = `hook ${base}/${name}`
 
+  // Idempotency-Key: a repeat gets the stored answer and starts nothing.
+  const key = req.headers['idempotency-key']
+  const idem = typeof key === 'string' ? await deps.idempotency.begin(key, name, body) : undefined
+  if (idem?.kind === 'replay') {
+    sendJson(res, idem.response.status, idem.response.body, { 'idempotent-replayed': 'true' })
+    if (typeof idem.response.body.runId === 'string') setRunId(idem.response.body.runId)
+    return idem.response.status
+  }
+  let stored: StoredResponse | null = null
+  try {
+    /** The run row carries its id, the key and the answer, so a replay survives a restart. */
+    const answer = (status: number, body: (runId: string) => Record<string, unknown>): RowExtra & { send(): number } => {
+      const id = randomUUID()
+      const response = { status, body: { ok: true, ...body(id) } }
+      return {
+        id,
+        response,
+        ...(idem ? { idempotency: { key: key as string, fingerprint: idem.fingerprint } } : {}),
+        send() {
+          setRunId(id)
+          stored = response
+          sendJson(res, status, response.body)
+          return status
+        },
+      }
+    }
+    const status = await dispatch(req, res, serving, deps, name, payload, params, now, correlationId, source, answer)
+    return status
+  } finally {
+    if (idem?.kind === 'new') idem.finish(stored)
+  }
+}
+
+type Answer = (status: number, body: (runId: string) => Record<string, unknown>) => RowExtra & { send(): number }
+
+/** payload validation → policy → mapping/transform → action, once the body is in. */
+async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer): Promise<number> {
+  const config = serving.bundle.config
   if (name === 'wake') {
     const w = parseWakeRequest(payload)
-    const row = await deps.engine.submitWake({ definitionKind: 'hook', definitionId: 'wake', correlationId, source, external: true, agentId: config.defaultAgentId, text: w.text, mode: w.mode, name: null })
-    setRunId(row.id)
-    sendJson(res, 200, { ok: true, action: 'wake', runId: row.id, mode: w.mode })
-    return 200
+    const reply = answer(200, (runId) => ({ action: 'wake', runId, mode: w.mode }))
+    await deps.engine.submitWake({ definitionKind: 'hook', definitionId: 'wake', correlationId, source, external: true, agentId: config.defaultAgentId, text: w.text, mode: w.mode, name: null }, reply)
+    return reply.send()
   }
   if (name === 'agent') {
     const a = parseAgentRequest(payload)
     const agentId = resolveAgentId(a.agentId, config)
     const sessionKey = resolveRequestSessionKey(a.sessionKey, config)
     checkModelOverride(a.model, agentId, config)
-    const origin: Origin = { definitionKind: 'hook', definitionId: 'agent', correlationId, source, external: true }
-    const row = await deps.engine.submitAgent({ ...origin, ...a, agentId, sessionKey })
-    setRunId(row.id)
-    sendJson(res, 202, { ok: true, action: 'agent', runId: row.id, correlationId, sessionKey })
-    return 202
+    const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
+    await deps.engine.submitAgent({ definitionKind: 'hook', definitionId: 'agent', correlationId, source, external: true, ...a, agentId, sessionKey }, reply)
+    return reply.send()
   }
 
-  const outcome = await applyMapping(routes, { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }, serving.transforms ?? undefined)
-  if (outcome.kind === 'no-match') throw new HttpError(404, 'no_mapping', `no mapping for ${base}/${name} matches this payload's source`)
+  const routes = serving.bundle.routeTable.get(name)
+  const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
+  const outcome = await applyMapping(routes, context, serving.transforms ?? undefined)
+  if (outcome.kind === 'no-match') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name} matches this payload's source`)
   if (outcome.kind === 'error') {
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
     throw new HttpError(500, outcome.code, outcome.code === 'transform_timeout' ? 'the mapping transform timed out' : 'the mapping transform failed')
@@ -144,23 +185,20 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   const action = outcome.action
   const agentId = resolveAgentId(action.agentId, config)
   if (action.kind === 'wake') {
-    const row = await deps.engine.submitWake({ ...origin, agentId, text: action.text, mode: action.mode, name: null })
-    setRunId(row.id)
-    sendJson(res, 200, { ok: true, action: 'wake', runId: row.id, mode: action.mode })
-    return 200
+    const reply = answer(200, (runId) => ({ action: 'wake', runId, mode: action.mode }))
+    await deps.engine.submitWake({ ...origin, agentId, text: action.text, mode: action.mode, name: null }, reply)
+    return reply.send()
   }
   if (action.kind === 'workflow') {
-    const row = await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context: { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() } })
-    setRunId(row.id)
-    sendJson(res, 202, { ok: true, action: 'workflow', runId: row.id, correlationId })
-    return 202
+    const reply = answer(202, (runId) => ({ action: 'workflow', runId, correlationId }))
+    await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context }, reply)
+    return reply.send()
   }
   checkModelOverride(action.model, agentId, config)
   const sessionKey = action.sessionKey ?? config.policy.defaultSessionKey ?? `hook:${randomUUID()}`
-  const row = await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey })
-  setRunId(row.id)
-  sendJson(res, 202, { ok: true, action: 'agent', runId: row.id, correlationId, sessionKey })
-  return 202
+  const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
+  await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey }, reply)
+  return reply.send()
 }
 
 function decodeName(raw: string): string {

@@ -39,6 +39,10 @@ export interface RunRow {
   result?: string
   /** what is needed to run the action again after a crash (the rendered action); `hookgate runs` shows it only with --json */
   request?: unknown
+  /** the Idempotency-Key the run was started with, and a hash of the request it came with */
+  idempotency?: { key: string; fingerprint: string }
+  /** the answer the client was given, replayed to a repeat with the same Idempotency-Key */
+  response?: { status: number; body: Record<string, unknown> }
 }
 
 export type RunRecord =
