@@ -59,6 +59,8 @@ const MAX_PENDING_EVENTS = 1000
 /** One agent's main session: its queue of system events and its heartbeat. */
 class MainSession {
   readonly pending: PendingEvent[] = []
+  /** events a turn already read, as found on disk at start (to settle wakes a crash left open) */
+  readonly consumedAtStart = new Set<string>()
   private running: Promise<void> | undefined
   private again = false
   private timer: NodeJS.Timeout | undefined
@@ -142,8 +144,8 @@ export class Engine {
       const path = join(this.stateDir, 'sessions', encodeURIComponent(agentId), 'main.jsonl')
       const { records } = Journal.read<SessionRecord>(path)
       s = new MainSession(agentId, Journal.open<SessionRecord>(path, { fsync: this.fsync }), this)
-      const consumed = new Set(records.flatMap((r) => (r.type === 'turn' ? r.events : [])))
-      for (const r of records) if (r.type === 'event' && !consumed.has(r.id)) s.pending.push(r)
+      for (const r of records) if (r.type === 'turn') for (const id of r.events) s.consumedAtStart.add(id)
+      for (const r of records) if (r.type === 'event' && !s.consumedAtStart.has(r.id)) s.pending.push(r)
       this.sessions.set(agentId, s)
     }
     return s
@@ -171,11 +173,26 @@ export class Engine {
     return row
   }
 
+  /** A matching request that started nothing (a transform skip or failure) still gets its row. */
+  async recordOutcome(origin: Pick<Origin, 'definitionKind' | 'definitionId' | 'correlationId'>, action: 'wake' | 'agent' | 'workflow', status: 'skipped' | 'failed', error?: string): Promise<RunRow> {
+    return this.runs.create({ id: randomUUID(), definitionKind: origin.definitionKind, definitionId: origin.definitionId, correlationId: origin.correlationId, action, status, ...(error ? { error } : {}) })
+  }
+
   /** Runs that a crash left queued or running are run again (wakes stay queued on their session). */
   resumeUnfinished(): number {
     let n = 0
     for (const row of this.runs.unfinished()) {
-      if (row.action === 'wake') continue
+      if (row.action === 'wake') {
+        // Its event is still queued: the heartbeat settles it. Already read by a turn: the crash
+        // came between that turn and the status change. Neither: the crash came before the event
+        // was queued, so the request was never answered.
+        const session = this.session(row.agentId ?? this.config.defaultAgentId)
+        const eventId = `event:${row.id}`
+        if (session.pending.some((e) => e.id === eventId)) continue
+        n++
+        this.track(session.consumedAtStart.has(eventId) ? this.finishWake(row.id) : this.finishWake(row.id, 'interrupted before its event was queued; the request was not answered'))
+        continue
+      }
       n++
       const request = row.request as Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'> & Omit<WorkflowInput, 'definitionKind' | 'definitionId' | 'correlationId'>
       const requeue = row.status === 'running' ? this.runs.transition(row.id, 'queued') : Promise.resolve(row)
@@ -294,7 +311,9 @@ export class Engine {
   async drain(graceMs: number): Promise<boolean> {
     const deadline = Date.now() + graceMs
     while (this.inFlight.size > 0 && Date.now() < deadline) {
-      await Promise.race([Promise.all([...this.inFlight]), new Promise((r) => setTimeout(r, Math.max(1, deadline - Date.now())))])
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([Promise.all([...this.inFlight]), new Promise((r) => { timer = setTimeout(r, Math.max(1, deadline - Date.now())) })])
+      clearTimeout(timer)
     }
     return this.inFlight.size === 0
   }

@@ -10,7 +10,8 @@ import type { BundleRoute } from '../bundle-format.js'
 import type { LoadedBundle } from '../bundle.js'
 import type { Engine, Origin, RowExtra } from '../agents/engine.js'
 import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
-import { applyMapping, type TransformRunner } from '../mapping.js'
+import { applyMapping, selectRoute, type TransformRunner } from '../mapping.js'
+import { isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, tokenMatches } from './auth.js'
 import { parseBody, readBody } from './body.js'
@@ -140,7 +141,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
         },
       }
     }
-    const status = await dispatch(req, res, serving, deps, name, payload, params, now, correlationId, source, answer)
+    const status = await dispatch(req, res, serving, deps, name, payload, body.length, params, now, correlationId, source, answer)
     return status
   } finally {
     if (idem?.kind === 'new') idem.finish(stored)
@@ -150,7 +151,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
 type Answer = (status: number, body: (runId: string) => Record<string, unknown>) => RowExtra & { send(): number }
 
 /** payload validation → policy → mapping/transform → action, once the body is in. */
-async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer): Promise<number> {
+async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, bodyBytes: number, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer): Promise<number> {
   const config = serving.bundle.config
   if (name === 'wake') {
     const w = parseWakeRequest(payload)
@@ -168,15 +169,22 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     return reply.send()
   }
 
-  const routes = serving.bundle.routeTable.get(name)
+  // The body was read up to the largest limit on the name; the chosen mapping's own limit rules.
+  const chosen = selectRoute(serving.bundle.routeTable.get(name) ?? [], payload)
+  if (!chosen) throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name} matches this payload's source`)
+  const limit = chosen.maxBodyBytes ?? config.server.maxBodyBytes
+  if (bodyBytes > limit) throw new HttpError(413, 'payload_too_large', `the body is ${bodyBytes} bytes; the limit for this mapping is ${limit}`)
   const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
-  const outcome = await applyMapping(routes, context, serving.transforms ?? undefined)
+  const outcome = await applyMapping([chosen], context, serving.transforms ?? undefined)
   if (outcome.kind === 'no-match') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name} matches this payload's source`)
+  const matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId }
   if (outcome.kind === 'error') {
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
+    await deps.engine.recordOutcome(matched, chosen.action, 'failed', outcome.error)
     throw new HttpError(500, outcome.code, outcome.code === 'transform_timeout' ? 'the mapping transform timed out' : 'the mapping transform failed')
   }
   if (outcome.kind === 'skip') {
+    await deps.engine.recordOutcome(matched, chosen.action, 'skipped')
     res.writeHead(204).end()
     return 204
   }
@@ -191,7 +199,9 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   }
   if (action.kind === 'workflow') {
     const reply = answer(202, (runId) => ({ action: 'workflow', runId, correlationId }))
-    await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context }, reply)
+    // Stored with the run to render its steps later: secret headers never reach the disk.
+    const stored = { ...context, headers: redactHeaders(context.headers) }
+    await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context: stored }, reply)
     return reply.send()
   }
   checkModelOverride(action.model, agentId, config)
@@ -228,6 +238,12 @@ function headerRecord(req: IncomingMessage): Record<string, string> {
   for (const [k, v] of Object.entries(req.headers)) {
     if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v
   }
+  return out
+}
+
+function redactHeaders(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = Object.create(null)
+  for (const [k, v] of Object.entries(headers)) out[k] = isSecretHeader(k) ? '[redacted]' : v
   return out
 }
 
