@@ -1,7 +1,8 @@
 // What the actions do once accepted: wake queues a system event on an agent's main session (and
-// `now` runs a coalesced heartbeat turn); agent runs an isolated turn under its own session key and
-// posts a summary into the main session; workflow runs its steps in dependency order. Every run is
-// on disk before the request is answered, and runs left unfinished by a crash are resumed at start.
+// `now` runs a coalesced heartbeat turn); agent runs an isolated turn under its own session key,
+// delivers the reply when asked, and posts a summary into the main session; workflow runs its steps
+// in dependency order. Every run is on disk before the request is answered, and runs a crash left
+// unfinished are resumed at start (a reply already on disk is delivered, not asked for again).
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleWorkflow, RenderContext } from '../bundle-format.js'
@@ -9,7 +10,8 @@ import { RunStore, type RunRow } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { templateHelpers } from '../template-helpers.js'
-import { ModelError, providerFor, type ChatMessage } from './models.js'
+import { ModelError, echoProvider, type ChatMessage, type ModelProvider } from './models.js'
+import { MainSession, type Route } from './session.js'
 
 export interface Origin {
   definitionKind: 'hook' | 'trigger' | 'task'
@@ -37,14 +39,7 @@ export interface AgentInput extends Origin {
   timeoutSeconds: number | null
 }
 
-export interface WorkflowInput extends Origin { agentId: string; workflow: string; name: string | null; context: Omit<RenderContext, 'now'> & { now: string } }
-
-type SessionRecord =
-  | { type: 'event'; id: string; runId: string; text: string; external: boolean; source: string; at: string }
-  | { type: 'turn'; id: string; at: string; events: string[]; reply: string }
-  | { type: 'isolated'; runId: string; sessionKey: string; at: string; prompt: string; reply: string }
-
-type PendingEvent = Extract<SessionRecord, { type: 'event' }>
+export interface WorkflowInput extends Origin { agentId: string; workflow: string; name: string | null; context: RenderContext }
 
 /** Fields the HTTP side fixes for the run row: its id, and for Idempotency-Key the key and the answer. */
 export interface RowExtra {
@@ -53,108 +48,95 @@ export interface RowExtra {
   response?: { status: number; body: Record<string, unknown> }
 }
 
-export const DEFAULT_TURN_TIMEOUT_SECONDS = 120
-const MAX_PENDING_EVENTS = 1000
+/** The model side, as the engine needs it (runtime/agents/models.ts builds it from the bundle). */
+export interface Models { providerFor(model: string): ModelProvider }
 
-/** One agent's main session: its queue of system events and its heartbeat. */
-class MainSession {
-  readonly pending: PendingEvent[] = []
-  /** events a turn already read, as found on disk at start (to settle wakes a crash left open) */
-  readonly consumedAtStart = new Set<string>()
-  private running: Promise<void> | undefined
-  private again = false
-  private timer: NodeJS.Timeout | undefined
-
-  constructor(readonly agentId: string, readonly journal: Journal<SessionRecord>, private readonly engine: Engine) {}
-
-  startHeartbeat(seconds: number | null): void {
-    if (this.timer) clearInterval(this.timer)
-    this.timer = undefined
-    if (seconds !== null && seconds > 0) {
-      this.timer = setInterval(() => this.heartbeat(), seconds * 1000)
-      this.timer.unref()
-    }
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer)
-  }
-
-  /** Coalesced: wakes that arrive while a turn runs fold into one more turn after it. */
-  heartbeat(): Promise<void> {
-    if (this.running) {
-      this.again = true
-      return this.running
-    }
-    this.running = (async () => {
-      do {
-        this.again = false
-        await this.turn()
-      } while (this.again)
-    })().finally(() => { this.running = undefined })
-    return this.running
-  }
-
-  get busy(): Promise<void> | undefined {
-    return this.running
-  }
-
-  private async turn(): Promise<void> {
-    if (this.pending.length === 0) return
-    const events = this.pending.splice(0, this.pending.length)
-    const lines = events.map((e) => (e.external ? wrapExternalContent(e.text, { source: e.source }) : e.text))
-    const reply = await this.engine.complete(this.agentId, null, [
-      { role: 'system', content: `Heartbeat for agent ${this.agentId}: system events queued since the last turn follow.` },
-      { role: 'user', content: lines.join('\n\n') },
-    ], null, DEFAULT_TURN_TIMEOUT_SECONDS).catch((err: Error) => ({ error: err.message }))
-    const text = 'error' in reply ? `heartbeat failed: ${reply.error}` : reply.text
-    await this.journal.append({ type: 'turn', id: `turn:${Date.now()}:${events[0]!.id}`, at: new Date().toISOString(), events: events.map((e) => e.id), reply: text })
-    for (const e of events) {
-      if (e.runId) await this.engine.finishWake(e.runId, 'error' in reply ? reply.error : undefined)
-    }
-  }
+/** A delivery channel, as the engine needs it (runtime/channels builds them from the bundle). */
+export interface Deliverer {
+  deliver(d: { runId: string; agentId: string; text: string; to: string | null; name: string | null; correlationId: string }, signal?: AbortSignal): Promise<{ attempts: number; detail: string }>
 }
+
+export interface EngineWiring {
+  models?: Models
+  channels?: ReadonlyMap<string, Deliverer>
+}
+
+type IsolatedRecord = { type: 'isolated'; runId: string; sessionKey: string; at: string; prompt: string; reply: string }
+type AgentRequest = Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'>
+type WorkflowRequest = Omit<WorkflowInput, 'definitionKind' | 'definitionId' | 'correlationId'>
+
+export const DEFAULT_TURN_TIMEOUT_SECONDS = 120
+
+const builtinOnly: Models = {
+  providerFor(model) {
+    if (model.startsWith('builtin/')) return echoProvider
+    throw new ModelError(`no provider is configured for model "${model}"`)
+  },
+}
+
+export class TurnTimeout extends Error {}
 
 export class Engine {
   private readonly sessions = new Map<string, MainSession>()
   private readonly inFlight = new Set<Promise<unknown>>()
-  private readonly isolated: Journal<SessionRecord>
+  private readonly isolated: Journal<IsolatedRecord>
+  private readonly replies = new Map<string, string>()
+  private readonly slots: Semaphore
+  private readonly sessionLocks = new KeyedLock()
+  private models: Models = builtinOnly
+  private channels: ReadonlyMap<string, Deliverer> = new Map()
   private closed = false
 
   private constructor(readonly stateDir: string, readonly runs: RunStore, private config: BundleConfig, private workflows: ReadonlyMap<string, BundleWorkflow>, private readonly fsync: boolean) {
-    this.isolated = Journal.open<SessionRecord>(join(stateDir, 'sessions', 'isolated.jsonl'), { fsync })
+    const path = join(stateDir, 'sessions', 'isolated.jsonl')
+    // Replies already on disk: a run resumed after a crash delivers these instead of asking again.
+    for (const r of Journal.read<IsolatedRecord>(path).records) if (r.type === 'isolated') this.replies.set(r.runId, r.reply)
+    this.isolated = Journal.open<IsolatedRecord>(path, { fsync })
+    this.slots = new Semaphore(config.server.concurrency ?? 4)
   }
 
-  static open(stateDir: string, config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, options: { fsync?: boolean } = {}): Engine {
+  static open(stateDir: string, config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, options: { fsync?: boolean } & EngineWiring = {}): Engine {
     const engine = new Engine(stateDir, RunStore.open(stateDir, { fsync: options.fsync ?? true }), config, workflows, options.fsync ?? true)
-    engine.configure(config, workflows)
+    engine.configure(config, workflows, options)
     return engine
   }
 
-  /** Applies a (re)loaded bundle's agents and workflows; sessions of removed agents stay on disk. */
-  configure(config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>): void {
+  /** Applies a (re)loaded bundle; sessions of agents no longer configured stay on disk. */
+  configure(config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, wiring: EngineWiring = {}): void {
     this.config = config
     this.workflows = workflows
-    for (const agent of config.agents) this.session(agent.id).startHeartbeat(agent.heartbeatSeconds)
+    if (wiring.models) this.models = wiring.models
+    if (wiring.channels) this.channels = wiring.channels
+    this.slots.setLimit(config.server.concurrency ?? 4)
+    for (const agent of config.agents) {
+      const s = this.session(agent.id)
+      s.maxQueued = agent.maxQueuedEvents ?? 1000
+      s.startHeartbeat(agent.heartbeatSeconds)
+    }
   }
 
   private session(agentId: string): MainSession {
     let s = this.sessions.get(agentId)
     if (!s) {
       const path = join(this.stateDir, 'sessions', encodeURIComponent(agentId), 'main.jsonl')
-      const { records } = Journal.read<SessionRecord>(path)
-      s = new MainSession(agentId, Journal.open<SessionRecord>(path, { fsync: this.fsync }), this)
-      for (const r of records) if (r.type === 'turn') for (const id of r.events) s.consumedAtStart.add(id)
-      for (const r of records) if (r.type === 'event' && !s.consumedAtStart.has(r.id)) s.pending.push(r)
+      s = MainSession.open(agentId, path, {
+        runHeartbeat: (id, prompt) => this.complete(id, null, [
+          { role: 'system', content: `Heartbeat for agent ${id}: the system events queued since the last turn follow.` },
+          { role: 'user', content: prompt },
+        ], null, DEFAULT_TURN_TIMEOUT_SECONDS).then((r) => r.text),
+        settleWakes: async (runIds, error) => { for (const id of runIds) await this.finishWake(id, error) },
+      }, { fsync: this.fsync })
+      const agent = this.config.agents.find((a) => a.id === agentId)
+      if (agent) s.maxQueued = agent.maxQueuedEvents ?? 1000
       this.sessions.set(agentId, s)
     }
     return s
   }
 
-  /** Durable before it resolves: the event and its run row are on disk. */
+  /** Durable before it resolves: the run row and its event are on disk. */
   async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
     const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}) })
-    await this.queueEvent(input.agentId, { runId: row.id, text: input.text, external: input.external, source: input.source })
+    await this.queueEvent(input.agentId, { id: `event:${row.id}`, runId: row.id, text: input.text, external: input.external, source: input.source })
     if (input.mode === 'now') this.track(this.session(input.agentId).heartbeat())
     return row
   }
@@ -178,40 +160,31 @@ export class Engine {
     return this.runs.create({ id: randomUUID(), definitionKind: origin.definitionKind, definitionId: origin.definitionId, correlationId: origin.correlationId, action, status, ...(error ? { error } : {}) })
   }
 
-  /** Runs that a crash left queued or running are run again (wakes stay queued on their session). */
+  /** Runs that a crash left queued or running are finished: run again, delivered, or settled. */
   resumeUnfinished(): number {
     let n = 0
     for (const row of this.runs.unfinished()) {
+      n++
       if (row.action === 'wake') {
-        // Its event is still queued: the heartbeat settles it. Already read by a turn: the crash
-        // came between that turn and the status change. Neither: the crash came before the event
-        // was queued, so the request was never answered.
+        // Its event still queued: the heartbeat settles it. Read by a turn already: the crash came
+        // between that turn and the status change. Neither: the crash came before the event was
+        // queued, so the request was never answered.
         const session = this.session(row.agentId ?? this.config.defaultAgentId)
         const eventId = `event:${row.id}`
-        if (session.pending.some((e) => e.id === eventId)) continue
-        n++
+        if (session.pending.some((e) => e.id === eventId)) { n--; continue }
         this.track(session.consumedAtStart.has(eventId) ? this.finishWake(row.id) : this.finishWake(row.id, 'interrupted before its event was queued; the request was not answered'))
         continue
       }
-      n++
-      const request = row.request as Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'> & Omit<WorkflowInput, 'definitionKind' | 'definitionId' | 'correlationId'>
       const requeue = row.status === 'running' ? this.runs.transition(row.id, 'queued') : Promise.resolve(row)
-      this.track(requeue.then((r) => (row.action === 'agent' ? this.runAgent(r, request) : this.runWorkflow(r, request))))
+      this.track(requeue.then((r) => (row.action === 'agent' ? this.runAgent(r, row.request as AgentRequest) : this.runWorkflow(r, row.request as WorkflowRequest))))
     }
     for (const s of this.sessions.values()) if (s.pending.length > 0) this.track(s.heartbeat())
     return n
   }
 
-  private async queueEvent(agentId: string, e: { runId: string; text: string; external: boolean; source: string }): Promise<void> {
-    const session = this.session(agentId)
-    const event: PendingEvent = { type: 'event', id: `event:${e.runId || randomUUID()}`, at: new Date().toISOString(), ...e }
-    await session.journal.append(event)
-    session.pending.push(event)
-    // Bounded: the oldest events are dropped first, and their runs say so.
-    while (session.pending.length > MAX_PENDING_EVENTS) {
-      const dropped = session.pending.shift()!
-      if (dropped.runId) await this.finishWake(dropped.runId, 'dropped: the main session queue is full (1000 events)')
-    }
+  private async queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }): Promise<void> {
+    const dropped = await this.session(agentId).queue(event)
+    for (const runId of dropped) await this.finishWake(runId, 'dropped: the main session queue was full')
   }
 
   async finishWake(runId: string, error?: string): Promise<void> {
@@ -220,28 +193,70 @@ export class Engine {
     await this.runs.transition(runId, error ? 'failed' : 'succeeded', error ? { error } : {})
   }
 
-  private async runAgent(row: RunRow, req: Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'>): Promise<void> {
+  private async runAgent(row: RunRow, req: AgentRequest): Promise<void> {
+    // At most `concurrency` isolated turns at once, and one at a time per session key.
+    await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => this.agentTurn(row, req)))
+  }
+
+  private async agentTurn(row: RunRow, req: AgentRequest): Promise<void> {
+    if (this.closed) return
     await this.runs.transition(row.id, 'running')
     const prompt = req.external ? wrapExternalContent(req.message, { source: req.source }) : req.message
-    const timeout = req.timeoutSeconds ?? DEFAULT_TURN_TIMEOUT_SECONDS
-    let status: 'succeeded' | 'failed' | 'timed_out' = 'succeeded'
-    let reply = ''
-    let error: string | undefined
+    let reply = this.replies.get(row.id)
     try {
-      reply = (await this.complete(req.agentId, req.model, [{ role: 'user', content: prompt }], req.thinking, timeout)).text
-      await this.isolated.append({ type: 'isolated', runId: row.id, sessionKey: req.sessionKey, at: new Date().toISOString(), prompt, reply })
+      if (reply === undefined) {
+        reply = (await this.complete(req.agentId, req.model, [{ role: 'user', content: prompt }], req.thinking, req.timeoutSeconds ?? DEFAULT_TURN_TIMEOUT_SECONDS)).text
+        await this.isolated.append({ type: 'isolated', runId: row.id, sessionKey: req.sessionKey, at: new Date().toISOString(), prompt, reply })
+        this.replies.set(row.id, reply)
+      }
     } catch (err) {
-      status = err instanceof TurnTimeout ? 'timed_out' : 'failed'
-      error = (err as Error).message
+      const status = err instanceof TurnTimeout ? 'timed_out' : 'failed'
+      await this.runs.transition(row.id, status, { error: (err as Error).message })
+      await this.summarise(row, req, `${status.replace('_', ' ')}: ${(err as Error).message}`)
+      return
     }
-    await this.runs.transition(row.id, status, status === 'succeeded' ? { result: reply.slice(0, 500) } : { error: error! })
+    let note = ''
+    if (req.deliver) {
+      const delivered = await this.deliverReply(row, req, reply)
+      if ('error' in delivered) {
+        // The reply exists but did not reach anyone: that is a failed run, never a silent success.
+        await this.runs.transition(row.id, 'failed', { error: delivered.error, result: reply.slice(0, 500), attempts: delivered.attempts })
+        await this.summarise(row, req, `finished, but ${delivered.error}`)
+        this.replies.delete(row.id)
+        return
+      }
+      note = delivered.note
+    }
+    await this.runs.transition(row.id, 'succeeded', { result: `${reply.slice(0, 480)}${note}`.slice(0, 500) })
+    await this.summarise(row, req, `finished: ${reply.slice(0, 500)}`)
+    this.replies.delete(row.id)
+  }
+
+  private async deliverReply(row: RunRow, req: AgentRequest, text: string): Promise<{ note: string } | { error: string; attempts: number }> {
+    const session = this.session(req.agentId)
+    const agent = this.config.agents.find((a) => a.id === req.agentId)
+    const route: Route | null = req.channel === 'last' ? session.lastRoute ?? agent?.delivery ?? null : { channel: req.channel, to: req.to }
+    if (!route) return { note: ' (not delivered: no route yet; set agents[].delivery or a channel)' }
+    const to = req.to ?? route.to
+    const channel = this.channels.get(route.channel)
+    if (!channel) return { error: `delivery failed: channel "${route.channel}" is not configured`, attempts: 0 }
+    try {
+      const result = await channel.deliver({ runId: row.id, agentId: req.agentId, text, to, name: req.name, correlationId: row.correlationId })
+      await session.rememberRoute({ channel: route.channel, to })
+      return { note: ` (delivered via ${route.channel}: ${result.detail})` }
+    } catch (err) {
+      return { error: `delivery via ${route.channel} failed: ${(err as Error).message}`, attempts: (err as { attempts?: number }).attempts ?? 1 }
+    }
+  }
+
+  /** The main session hears how an isolated run went (untrusted: it quotes the hook's output). */
+  private async summarise(row: RunRow, req: AgentRequest, what: string): Promise<void> {
     const label = req.name ?? row.definitionId
-    const summary = status === 'succeeded' ? `Hook "${label}" (run ${row.id}) finished: ${reply.slice(0, 500)}` : `Hook "${label}" (run ${row.id}) ${status.replace('_', ' ')}: ${error}`
-    await this.queueEvent(req.agentId, { runId: '', text: summary, external: true, source: req.source })
+    await this.queueEvent(req.agentId, { id: `summary:${row.id}`, runId: '', text: `Hook "${label}" (run ${row.id}) ${what}`, external: true, source: req.source })
     if (req.wakeMode === 'now') this.track(this.session(req.agentId).heartbeat())
   }
 
-  private async runWorkflow(row: RunRow, req: Omit<WorkflowInput, 'definitionKind' | 'definitionId' | 'correlationId'>): Promise<void> {
+  private async runWorkflow(row: RunRow, req: WorkflowRequest): Promise<void> {
     await this.runs.transition(row.id, 'running')
     const wf = this.workflows.get(req.workflow)
     if (!wf) {
@@ -258,11 +273,11 @@ export class Engine {
         for (const step of ready) {
           const agentId = step.agentId ?? req.agentId
           const text = (step.render.text ?? step.render.message)?.(ctx, templateHelpers) ?? ''
-          const content = req.external ? wrapExternalContent(text, { source: req.source }) : text
           if (step.action === 'wake') {
-            await this.queueEvent(agentId, { runId: '', text, external: req.external, source: req.source })
+            await this.queueEvent(agentId, { id: `step:${row.id}:${step.id}`, runId: '', text, external: req.external, source: req.source })
             this.track(this.session(agentId).heartbeat())
           } else {
+            const content = req.external ? wrapExternalContent(text, { source: req.source }) : text
             const r = await this.complete(agentId, null, [{ role: 'user', content }], null, step.timeoutSeconds ?? DEFAULT_TURN_TIMEOUT_SECONDS)
             replies.push(`${step.id}: ${r.text}`)
           }
@@ -280,21 +295,24 @@ export class Engine {
     const agent = this.config.agents.find((a) => a.id === agentId) ?? this.config.agents.find((a) => a.default)!
     const models = override ? [override] : [agent.model, ...agent.fallbackModels]
     const controller = new AbortController()
-    const timer = setTimeout(() => controller.abort(), timeoutSeconds * 1000)
+    let rejectTimeout!: (e: Error) => void
+    const timedOut = new Promise<never>((_, reject) => { rejectTimeout = reject })
+    const timer = setTimeout(() => {
+      controller.abort()
+      rejectTimeout(new TurnTimeout(`the turn did not finish within ${timeoutSeconds} s`))
+    }, timeoutSeconds * 1000)
+    timedOut.catch(() => {})
     try {
-      let last: Error | undefined
+      const reasons: string[] = []
       for (const model of models) {
         try {
-          return await Promise.race([
-            providerFor(model).complete({ model, messages, thinking, signal: controller.signal }),
-            new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(new TurnTimeout(`the turn did not finish within ${timeoutSeconds} s`)), { once: true })),
-          ])
+          return await Promise.race([this.models.providerFor(model).complete({ model, messages, thinking, signal: controller.signal }), timedOut])
         } catch (err) {
-          if (err instanceof TurnTimeout) throw err
-          last = err as Error
+          if (err instanceof TurnTimeout || controller.signal.aborted) throw err instanceof TurnTimeout ? err : new TurnTimeout(`the turn did not finish within ${timeoutSeconds} s`)
+          reasons.push(`${model}: ${(err as Error).message}`)
         }
       }
-      throw last instanceof ModelError ? last : new ModelError(last?.message ?? 'no model answered')
+      throw new ModelError(reasons.length > 1 ? `every model failed (${reasons.join('; ')})` : reasons[0] ?? 'no model answered')
     } finally {
       clearTimeout(timer)
     }
@@ -320,13 +338,47 @@ export class Engine {
 
   async close(): Promise<void> {
     this.closed = true
-    for (const s of this.sessions.values()) {
-      s.stop()
-      await s.journal.close()
-    }
+    for (const s of this.sessions.values()) await s.close()
     await this.isolated.close()
     await this.runs.close()
   }
 }
 
-export class TurnTimeout extends Error {}
+/** At most `limit` tasks at once; the rest wait in order. */
+class Semaphore {
+  private active = 0
+  private readonly waiting: Array<() => void> = []
+
+  constructor(private limit: number) {}
+
+  setLimit(limit: number): void {
+    this.limit = Math.max(1, limit)
+    while (this.active < this.limit && this.waiting.length) { this.active++; this.waiting.shift()!() }
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((r) => this.waiting.push(r))
+    else this.active++
+    try {
+      return await task()
+    } finally {
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.active--
+    }
+  }
+}
+
+/** One task at a time per key (turns on the same session key never overlap). */
+class KeyedLock {
+  private readonly tails = new Map<string, Promise<unknown>>()
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(key) ?? Promise.resolve()
+    const next = prev.then(task, task)
+    const tail = next.catch(() => {})
+    this.tails.set(key, tail)
+    void tail.then(() => { if (this.tails.get(key) === tail) this.tails.delete(key) })
+    return next
+  }
+}

@@ -104,6 +104,13 @@ export function resolveRequestSessionKey(requested: string | null, config: Bundl
   return p.defaultSessionKey ?? `hook:${randomUUID()}`
 }
 
+/** thinking needs a model whose provider has a reasoning setting; the built-in model has none. */
+export function checkThinking(thinking: string | null, model: string | null, agentId: string, config: BundleConfig): void {
+  if (thinking === null || thinking === 'off') return
+  const effective = model ?? config.agents.find((a) => a.id === agentId)?.model ?? ''
+  if (effective.startsWith('builtin/')) throw new HttpError(400, 'thinking_unsupported', `thinking "${thinking}" is not available for ${effective}, which has no reasoning setting`)
+}
+
 /** A per-run model override must be one the agent is already configured with. */
 export function checkModelOverride(model: string | null, agentId: string, config: BundleConfig): void {
   if (model === null) return

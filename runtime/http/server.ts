@@ -15,7 +15,7 @@ import { isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, tokenMatches } from './auth.js'
 import { parseBody, readBody } from './body.js'
-import { checkModelOverride, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveRequestSessionKey } from './requests.js'
+import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveRequestSessionKey } from './requests.js'
 
 /** Everything a request needs, swapped as one object on reload. */
 export interface Serving {
@@ -164,6 +164,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     const agentId = resolveAgentId(a.agentId, config)
     const sessionKey = resolveRequestSessionKey(a.sessionKey, config)
     checkModelOverride(a.model, agentId, config)
+    checkThinking(a.thinking, a.model, agentId, config)
     const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
     await deps.engine.submitAgent({ definitionKind: 'hook', definitionId: 'agent', correlationId, source, external: true, ...a, agentId, sessionKey }, reply)
     return reply.send()
@@ -205,6 +206,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     return reply.send()
   }
   checkModelOverride(action.model, agentId, config)
+  checkThinking(action.thinking, action.model, agentId, config)
   const sessionKey = action.sessionKey ?? config.policy.defaultSessionKey ?? `hook:${randomUUID()}`
   const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
   await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey }, reply)

@@ -1,0 +1,119 @@
+// One agent's main session on disk: the queue of system events a heartbeat turn reads, the turns
+// it ran, and the last delivery route (`channel: last`). Identical consecutive events collapse into
+// one line of the turn's prompt; the queue is bounded, and the oldest events are dropped first.
+import { Journal } from '../store/journal.js'
+import { wrapExternalContent } from '../envelope.js'
+
+export type SessionRecord =
+  | { type: 'event'; id: string; runId: string; text: string; external: boolean; source: string; at: string }
+  | { type: 'turn'; id: string; at: string; events: string[]; reply: string; error?: string }
+  | { type: 'route'; at: string; channel: string; to: string | null }
+
+export type SessionEvent = Extract<SessionRecord, { type: 'event' }>
+
+export interface Route { channel: string; to: string | null }
+
+export interface HeartbeatRunner {
+  /** one model turn over the prompt; rejects with a readable error */
+  runHeartbeat(agentId: string, prompt: string): Promise<string>
+  /** settles the wake runs whose events a turn read (or dropped) */
+  settleWakes(runIds: string[], error?: string): Promise<void>
+}
+
+export class MainSession {
+  readonly pending: SessionEvent[] = []
+  /** events a turn already read, as found on disk at start (to settle wakes a crash left open) */
+  readonly consumedAtStart = new Set<string>()
+  lastRoute: Route | null = null
+  maxQueued = 1000
+  private running: Promise<void> | undefined
+  private again = false
+  private timer: NodeJS.Timeout | undefined
+
+  private constructor(readonly agentId: string, readonly journal: Journal<SessionRecord>, private readonly runner: HeartbeatRunner) {}
+
+  static open(agentId: string, path: string, runner: HeartbeatRunner, options: { fsync: boolean }): MainSession {
+    const { records } = Journal.read<SessionRecord>(path)
+    const s = new MainSession(agentId, Journal.open<SessionRecord>(path, options), runner)
+    for (const r of records) {
+      if (r.type === 'turn') for (const id of r.events) s.consumedAtStart.add(id)
+      else if (r.type === 'route') s.lastRoute = { channel: r.channel, to: r.to }
+    }
+    for (const r of records) if (r.type === 'event' && !s.consumedAtStart.has(r.id)) s.pending.push(r)
+    return s
+  }
+
+  startHeartbeat(seconds: number | null): void {
+    this.stop()
+    if (seconds !== null && seconds > 0) {
+      this.timer = setInterval(() => void this.heartbeat(), seconds * 1000)
+      this.timer.unref()
+    }
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = undefined
+  }
+
+  /** Durable before it resolves. Returns the run ids of events the bound pushed out. */
+  async queue(event: Omit<SessionEvent, 'type' | 'at'>): Promise<string[]> {
+    const record: SessionEvent = { type: 'event', at: new Date().toISOString(), ...event }
+    await this.journal.append(record)
+    this.pending.push(record)
+    const dropped: string[] = []
+    while (this.pending.length > this.maxQueued) {
+      const old = this.pending.shift()!
+      if (old.runId) dropped.push(old.runId)
+    }
+    return dropped
+  }
+
+  async rememberRoute(route: Route): Promise<void> {
+    if (this.lastRoute && this.lastRoute.channel === route.channel && this.lastRoute.to === route.to) return
+    await this.journal.append({ type: 'route', at: new Date().toISOString(), ...route })
+    this.lastRoute = route
+  }
+
+  /** Coalesced: wakes that arrive while a turn runs fold into one more turn after it. */
+  heartbeat(): Promise<void> {
+    if (this.running) {
+      this.again = true
+      return this.running
+    }
+    this.running = (async () => {
+      do {
+        this.again = false
+        await this.turn()
+      } while (this.again)
+    })().finally(() => { this.running = undefined })
+    return this.running
+  }
+
+  private async turn(): Promise<void> {
+    if (this.pending.length === 0) return
+    const events = this.pending.splice(0, this.pending.length)
+    const lines: string[] = []
+    let previous: SessionEvent | undefined
+    for (const e of events) {
+      // The same event twice in a row (a retried webhook, a flapping alert) is read once.
+      if (previous && previous.text === e.text && previous.source === e.source) continue
+      lines.push(e.external ? wrapExternalContent(e.text, { source: e.source }) : e.text)
+      previous = e
+    }
+    let reply = ''
+    let error: string | undefined
+    try {
+      reply = await this.runner.runHeartbeat(this.agentId, lines.join('\n\n'))
+    } catch (err) {
+      error = (err as Error).message
+    }
+    await this.journal.append({ type: 'turn', id: `turn:${events[0]!.id}`, at: new Date().toISOString(), events: events.map((e) => e.id), reply, ...(error ? { error } : {}) })
+    await this.runner.settleWakes(events.map((e) => e.runId).filter(Boolean), error && `the heartbeat turn failed: ${error}`)
+  }
+
+  close(): Promise<void> {
+    this.stop()
+    return this.journal.close()
+  }
+}
