@@ -8,7 +8,9 @@ import { basename, dirname, resolve } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { loadBundle, bundleFileOf, type LoadedBundle } from './bundle.js'
 import { resolveToken } from './secrets.js'
-import { Engine } from './agents/engine.js'
+import { Engine, type EngineWiring } from './agents/engine.js'
+import { createModelRegistry } from './agents/models.js'
+import { createChannels } from './channels/index.js'
 import { AddressMatcher, AuthLimiter } from './http/auth.js'
 import { createHandler, type RequestLog, type Serving } from './http/server.js'
 import { TransformPool } from './transforms/pool.js'
@@ -55,7 +57,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
   })
   await serving.pool?.warm()
-  const engine = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true })
+  const engine = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true, ...serving.wiring })
   const resumed = engine.resumeUnfinished()
   if (resumed > 0) info('resumed unfinished runs', { runs: resumed })
   const limiter = new AuthLimiter(first.config.server.authFailures)
@@ -113,7 +115,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
         const old = serving
         serving = prepared
         void old.pool?.closeWhenIdle()
-        engine.configure(next.config, next.workflows)
+        engine.configure(next.config, next.workflows, prepared.wiring)
         idempotency.setWindow(next.config.server.idempotencyWindowMs)
         info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
         return true
@@ -161,7 +163,15 @@ export async function startService(options: ServeOptions): Promise<Service> {
 }
 
 /** Everything a request needs from one bundle, built once per load. */
-function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void): Serving & { pool: TransformPool | null } {
+/**
+ * Everything a bundle needs before it can serve, built once per load: secrets resolved (a missing
+ * one is an error naming the reference), model providers and channels created, transform workers.
+ */
+function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void): Serving & { pool: TransformPool | null; wiring: EngineWiring } {
+  const wiring: EngineWiring = {
+    models: createModelRegistry(bundle.config.providers ?? [], bundle.configDir),
+    channels: createChannels(bundle.config.channels ?? [], bundle.configDir),
+  }
   // With hooks disabled and no token, no presented token can match a random digest.
   const token = bundle.config.token === null && !bundle.config.enabled
     ? { digest: randomBytes(32), describe: 'none' }
@@ -174,5 +184,6 @@ function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: st
     trusted: new AddressMatcher(bundle.config.server.trustedProxies),
     transforms: pool && ((route, input) => pool.run(route.id, input, route.transform!.timeoutMs)),
     pool,
+    wiring,
   }
 }

@@ -10,7 +10,7 @@ import { RunStore, type RunRow } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { templateHelpers } from '../template-helpers.js'
-import { ModelError, echoProvider, type ChatMessage, type ModelProvider } from './models.js'
+import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { MainSession, type Route } from './session.js'
 
 export interface Origin {
@@ -67,12 +67,8 @@ type WorkflowRequest = Omit<WorkflowInput, 'definitionKind' | 'definitionId' | '
 
 export const DEFAULT_TURN_TIMEOUT_SECONDS = 120
 
-const builtinOnly: Models = {
-  providerFor(model) {
-    if (model.startsWith('builtin/')) return echoProvider
-    throw new ModelError(`no provider is configured for model "${model}"`)
-  },
-}
+/** Until configure() wires the bundle's providers: the built-in model only. */
+const builtinOnly: Models = createModelRegistry([], '.')
 
 export class TurnTimeout extends Error {}
 
