@@ -20,6 +20,8 @@ export type Behaviour =
   | 'malformed'
   | 'close'
   | { reply: string }
+  /** answers 'ok' after a pause (a model that takes its time) */
+  | { delayMs: number }
   | { status: number; retryAfter?: number; message?: string }
   | { raw: string | Buffer; status?: number; contentType?: string }
 
@@ -42,6 +44,8 @@ export interface FakeApi {
   requests: ReceivedRequest[]
   /** adds behaviours for the next requests, in order */
   queue(...behaviours: Behaviour[]): void
+  /** what happens once the queue is empty (default 'ok') */
+  setDefault(behaviour: Behaviour): void
   close(): Promise<void>
 }
 
@@ -79,6 +83,7 @@ export function lastUserText(body: any): string {
 export async function startFake(protocol: Protocol, options: FakeOptions = {}): Promise<FakeApi> {
   const requests: ReceivedRequest[] = []
   const script: Behaviour[] = []
+  let fallback: Behaviour = 'ok'
   const apiKey = options.apiKey ?? null
 
   const handle = (req: IncomingMessage, res: ServerResponse, raw: string) => {
@@ -88,12 +93,17 @@ export async function startFake(protocol: Protocol, options: FakeOptions = {}): 
     requests.push(received)
     const problem = protocol.reject(received, apiKey)
     if (problem) return sendJson(res, problem[0], problem[1])
-    const next = script.shift() ?? 'ok'
+    const next = script.shift() ?? fallback
     if (next === 'hang') return
     if (next === 'close') { req.socket.destroy(); return }
     if (next === 'ok') return sendJson(res, 200, protocol.reply(received, lastUserText(body)))
     if (next === 'malformed') return sendJson(res, 200, protocol.malformed(received))
     if ('reply' in next) return sendJson(res, 200, protocol.reply(received, next.reply))
+    if ('delayMs' in next) {
+      const timer = setTimeout(() => { if (!res.destroyed) sendJson(res, 200, protocol.reply(received, lastUserText(body))) }, next.delayMs)
+      res.on('close', () => clearTimeout(timer))
+      return
+    }
     if ('raw' in next) {
       res.writeHead(next.status ?? 200, { 'content-type': next.contentType ?? 'application/json', 'content-length': Buffer.byteLength(next.raw) })
       return res.end(next.raw)
@@ -113,6 +123,7 @@ export async function startFake(protocol: Protocol, options: FakeOptions = {}): 
     url: `http://127.0.0.1:${port}${protocol.basePath}`,
     requests,
     queue: (...behaviours) => { script.push(...behaviours) },
+    setDefault: (behaviour) => { fallback = behaviour },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections()
       server.close(() => resolve())
