@@ -120,7 +120,8 @@ export class Engine {
           { role: 'system', content: `Heartbeat for agent ${id}: the system events queued since the last turn follow.` },
           { role: 'user', content: prompt },
         ], null, DEFAULT_TURN_TIMEOUT_SECONDS).then((r) => r.text),
-        settleWakes: async (runIds, error) => { for (const id of runIds) await this.finishWake(id, error) },
+        // In parallel: the store's group commit turns a thousand settlements into one fdatasync.
+        settleWakes: async (runIds, error) => { await Promise.all(runIds.map((id) => this.finishWake(id, error))) },
       }, { fsync: this.fsync })
       const agent = this.config.agents.find((a) => a.id === agentId)
       if (agent) s.maxQueued = agent.maxQueuedEvents ?? 1000
@@ -131,8 +132,11 @@ export class Engine {
 
   /** Durable before it resolves: the run row and its event are on disk. */
   async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
-    const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}) })
-    await this.queueEvent(input.agentId, { id: `event:${row.id}`, runId: row.id, text: input.text, external: input.external, source: input.source })
+    const id = extra.id ?? randomUUID()
+    // Row and event go to disk together; a crash between them leaves an event whose run never
+    // existed (never answered, settled as nothing) or a row resume settles as failed.
+    const created = this.runs.create({ ...extra, id, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}) })
+    const [row] = await Promise.all([created, this.queueEvent(input.agentId, { id: `event:${id}`, runId: id, text: input.text, external: input.external, source: input.source }, created)])
     if (input.mode === 'now') this.track(this.session(input.agentId).heartbeat())
     return row
   }
@@ -178,9 +182,9 @@ export class Engine {
     return n
   }
 
-  private async queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }): Promise<void> {
-    const dropped = await this.session(agentId).queue(event)
-    for (const runId of dropped) await this.finishWake(runId, 'dropped: the main session queue was full')
+  private async queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }, alsoWaitFor?: Promise<unknown>): Promise<void> {
+    const dropped = await this.session(agentId).queue(event, alsoWaitFor)
+    await Promise.all(dropped.map((runId) => this.finishWake(runId, 'dropped: the main session queue was full')))
   }
 
   async finishWake(runId: string, error?: string): Promise<void> {

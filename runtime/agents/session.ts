@@ -56,10 +56,13 @@ export class MainSession {
     this.timer = undefined
   }
 
-  /** Durable before it resolves. Returns the run ids of events the bound pushed out. */
-  async queue(event: Omit<SessionEvent, 'type' | 'at'>): Promise<string[]> {
+  /**
+   * Durable before it resolves. Returns the run ids of events the bound pushed out. A turn can read
+   * the event only once `alsoWaitFor` (the run row being written beside it) has settled too.
+   */
+  async queue(event: Omit<SessionEvent, 'type' | 'at'>, alsoWaitFor?: Promise<unknown>): Promise<string[]> {
     const record: SessionEvent = { type: 'event', at: new Date().toISOString(), ...event }
-    await this.journal.append(record)
+    await Promise.all([this.journal.append(record), alsoWaitFor])
     this.pending.push(record)
     const dropped: string[] = []
     while (this.pending.length > this.maxQueued) {
