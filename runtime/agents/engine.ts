@@ -61,6 +61,9 @@ export interface EngineWiring {
   channels?: ReadonlyMap<string, Deliverer>
 }
 
+/** What a wake's run row keeps of its event. */
+interface WakeEvent { text: string; external: boolean; source: string }
+
 type IsolatedRecord = { type: 'isolated'; runId: string; sessionKey: string; at: string; prompt: string; reply: string }
 type AgentRequest = Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'>
 type WorkflowRequest = Omit<WorkflowInput, 'definitionKind' | 'definitionId' | 'correlationId'>
@@ -131,12 +134,14 @@ export class Engine {
   }
 
   /** Durable before it resolves: the run row and its event are on disk. */
+  /**
+   * The run row is the event: its request holds the text, so a wake costs one record in one
+   * journal (one fdatasync per batch); a restart queues the rows no turn has read yet.
+   */
   async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
-    const id = extra.id ?? randomUUID()
-    // Row and event go to disk together; a crash between them leaves an event whose run never
-    // existed (never answered, settled as nothing) or a row resume settles as failed.
-    const created = this.runs.create({ ...extra, id, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}) })
-    const [row] = await Promise.all([created, this.queueEvent(input.agentId, { id: `event:${id}`, runId: id, text: input.text, external: input.external, source: input.source }, created)])
+    const event: WakeEvent = { text: input.text, external: input.external, source: input.source }
+    const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request: event })
+    await this.settleDropped(this.session(input.agentId).enqueue({ id: `event:${row.id}`, runId: row.id, at: row.createdAt, ...event }))
     if (input.mode === 'now') this.track(this.session(input.agentId).heartbeat())
     return row
   }
@@ -171,8 +176,10 @@ export class Engine {
         // queued, so the request was never answered.
         const session = this.session(row.agentId ?? this.config.defaultAgentId)
         const eventId = `event:${row.id}`
-        if (session.pending.some((e) => e.id === eventId)) { n--; continue }
-        this.track(session.consumedAtStart.has(eventId) ? this.finishWake(row.id) : this.finishWake(row.id, 'interrupted before its event was queued; the request was not answered'))
+        const event = row.request as Partial<WakeEvent> | undefined
+        if (session.consumedAtStart.has(eventId)) this.track(this.finishWake(row.id))
+        else if (typeof event?.text === 'string') this.track(this.settleDropped(session.enqueue({ id: eventId, runId: row.id, at: row.createdAt, text: event.text, external: event.external !== false, source: event.source ?? 'hook' })))
+        else this.track(this.finishWake(row.id, 'interrupted before its event was stored; the request was not answered'))
         continue
       }
       const requeue = row.status === 'running' ? this.runs.transition(row.id, 'queued') : Promise.resolve(row)
@@ -182,9 +189,13 @@ export class Engine {
     return n
   }
 
-  private async queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }, alsoWaitFor?: Promise<unknown>): Promise<void> {
-    const dropped = await this.session(agentId).queue(event, alsoWaitFor)
-    await Promise.all(dropped.map((runId) => this.finishWake(runId, 'dropped: the main session queue was full')))
+  /** Events that are not runs of their own (summaries, workflow steps) go to the session journal. */
+  private async queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }): Promise<void> {
+    await this.settleDropped(await this.session(agentId).queue(event))
+  }
+
+  private async settleDropped(runIds: string[]): Promise<void> {
+    await Promise.all(runIds.map((runId) => this.finishWake(runId, 'dropped: the main session queue was full')))
   }
 
   async finishWake(runId: string, error?: string): Promise<void> {

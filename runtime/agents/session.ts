@@ -56,14 +56,16 @@ export class MainSession {
     this.timer = undefined
   }
 
-  /**
-   * Durable before it resolves. Returns the run ids of events the bound pushed out. A turn can read
-   * the event only once `alsoWaitFor` (the run row being written beside it) has settled too.
-   */
-  async queue(event: Omit<SessionEvent, 'type' | 'at'>, alsoWaitFor?: Promise<unknown>): Promise<string[]> {
+  /** Writes the event to the session journal, then queues it. Returns the run ids the bound pushed out. */
+  async queue(event: Omit<SessionEvent, 'type' | 'at'>): Promise<string[]> {
     const record: SessionEvent = { type: 'event', at: new Date().toISOString(), ...event }
-    await Promise.all([this.journal.append(record), alsoWaitFor])
-    this.pending.push(record)
+    await this.journal.append(record)
+    return this.enqueue(record)
+  }
+
+  /** Queues an event already durable elsewhere (a wake's run row). Returns the run ids the bound pushed out. */
+  enqueue(event: Omit<SessionEvent, 'type'>): string[] {
+    this.pending.push({ type: 'event', ...event })
     const dropped: string[] = []
     while (this.pending.length > this.maxQueued) {
       const old = this.pending.shift()!

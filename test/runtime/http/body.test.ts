@@ -4,6 +4,7 @@
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
+import { RunStore } from '../../../runtime/store/runs.js'
 import { Journal } from '../../../runtime/store/journal.js'
 import { assertError, assertOk, assertRawError, head, post, RawClient, send, serve, setTestToken, sleep, within, type Harness } from './harness.js'
 
@@ -64,10 +65,10 @@ function auth(): Record<string, string> {
   return { authorization: `Bearer ${TOKEN}` }
 }
 
-/** The wake event a run queued on the main session (its text as rendered from the template). */
+/** The wake event a run queued on the main session (its text as rendered from the template): the run row keeps it. */
 function wakeEventText(stateDir: string, runId: string): string | undefined {
-  const { records } = Journal.read<{ type: string; runId: string; text: string }>(join(stateDir, 'sessions', 'main', 'main.jsonl'))
-  return records.find((r) => r.type === 'event' && r.runId === runId)?.text
+  const row = RunStore.readRows(stateDir).find((r) => r.id === runId)
+  return (row?.request as { text?: string } | undefined)?.text
 }
 
 // ---------------------------------------------------------------------------------------------
