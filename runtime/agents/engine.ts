@@ -61,6 +61,15 @@ export interface EngineWiring {
   channels?: ReadonlyMap<string, Deliverer>
 }
 
+/** Only the row's own fields of an extra (the HTTP side passes an object that also sends the answer). */
+function rowFields(extra: RowExtra): RowExtra {
+  const out: RowExtra = {}
+  if (extra.id !== undefined) out.id = extra.id
+  if (extra.idempotency) out.idempotency = extra.idempotency
+  if (extra.response) out.response = extra.response
+  return out
+}
+
 /** What a wake's run row keeps of its event. */
 interface WakeEvent { text: string; external: boolean; source: string }
 
@@ -140,7 +149,7 @@ export class Engine {
    */
   async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
     const event: WakeEvent = { text: input.text, external: input.external, source: input.source }
-    const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request: event })
+    const row = await this.runs.create({ id: randomUUID(), ...rowFields(extra), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request: event })
     await this.settleDropped(this.session(input.agentId).enqueue({ id: `event:${row.id}`, runId: row.id, at: row.createdAt, ...event }))
     if (input.mode === 'now') this.track(this.session(input.agentId).heartbeat())
     return row
@@ -148,14 +157,14 @@ export class Engine {
 
   async submitAgent(input: AgentInput, extra: RowExtra = {}): Promise<RunRow> {
     const { definitionKind, definitionId, correlationId, ...request } = input
-    const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind, definitionId, correlationId, action: 'agent', agentId: input.agentId, sessionKey: input.sessionKey, ...(input.name ? { name: input.name } : {}), request })
+    const row = await this.runs.create({ id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'agent', agentId: input.agentId, sessionKey: input.sessionKey, ...(input.name ? { name: input.name } : {}), request })
     this.track(this.runAgent(row, request))
     return row
   }
 
   async submitWorkflow(input: WorkflowInput, extra: RowExtra = {}): Promise<RunRow> {
     const { definitionKind, definitionId, correlationId, ...request } = input
-    const row = await this.runs.create({ id: randomUUID(), ...extra, definitionKind, definitionId, correlationId, action: 'workflow', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request })
+    const row = await this.runs.create({ id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'workflow', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request })
     this.track(this.runWorkflow(row, request))
     return row
   }

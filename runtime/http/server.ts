@@ -50,6 +50,9 @@ export interface HandlerDeps {
   logBodies?: boolean
 }
 
+/** Bytes of an unread body drained after a refusal to keep the connection; above it, close. */
+const DRAIN_LIMIT = 64 * 1024
+
 /** What the handler learns along the way and the log line reports. */
 interface RequestNotes { runId?: string; body?: string }
 
@@ -69,8 +72,9 @@ export function createHandler(given: HandlerDeps) {
     const fail = (err: unknown) => {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal_error', 'the request could not be handled')
       if (!(err instanceof HttpError)) process.stderr.write(JSON.stringify({ level: 'error', msg: 'request failed', path, error: (err as Error)?.message }) + '\n')
-      // Refused before the body was read: close the connection rather than drain an unread body.
-      if (!req.complete) res.setHeader('connection', 'close')
+      // Refused before the body was read: a small declared body is drained after the answer (Node
+      // does that) so the connection stays open; an unknown or large one closes it instead.
+      if (!req.complete && !(Number(req.headers['content-length']) <= DRAIN_LIMIT)) res.setHeader('connection', 'close')
       if (!res.headersSent) sendError(res, e)
       done(e.status, e.code)
     }
