@@ -63,6 +63,8 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const limiter = new AuthLimiter(first.config.server.authFailures)
   const idempotency = new IdempotencyIndex(first.config.server.idempotencyWindowMs)
   idempotency.load(engine.runs.list())
+  // After the keys are loaded, keep only the recent history in memory.
+  engine.runs.trim()
   const startedAt = Date.now()
   const handler = createHandler({
     current: () => serving,
@@ -79,6 +81,9 @@ export async function startService(options: ServeOptions): Promise<Service> {
     requestTimeout: first.config.server.bodyTimeoutMs + 5000,
     headersTimeout: Math.min(first.config.server.bodyTimeoutMs + 2000, 60_000),
     keepAliveTimeout: 5000,
+    // Node checks the two timeouts above only this often (30 s by default): a client dripping its
+    // headers would hold its connection far past headersTimeout.
+    connectionsCheckingInterval: 1000,
   }, handler)
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy()

@@ -26,6 +26,9 @@ export class MainSession {
   readonly consumedAtStart = new Set<string>()
   lastRoute: Route | null = null
   maxQueued = 1000
+  /** the queue's bound in bytes of event text as well as in events: big payloads fill it sooner */
+  maxQueuedBytes = 8 * 1024 * 1024
+  private pendingBytes = 0
   private running: Promise<void> | undefined
   private again = false
   private timer: NodeJS.Timeout | undefined
@@ -39,7 +42,7 @@ export class MainSession {
       if (r.type === 'turn') for (const id of r.events) s.consumedAtStart.add(id)
       else if (r.type === 'route') s.lastRoute = { channel: r.channel, to: r.to }
     }
-    for (const r of records) if (r.type === 'event' && !s.consumedAtStart.has(r.id)) s.pending.push(r)
+    for (const r of records) if (r.type === 'event' && !s.consumedAtStart.has(r.id)) s.enqueue(r)
     return s
   }
 
@@ -66,9 +69,11 @@ export class MainSession {
   /** Queues an event already durable elsewhere (a wake's run row). Returns the run ids the bound pushed out. */
   enqueue(event: Omit<SessionEvent, 'type'>): string[] {
     this.pending.push({ type: 'event', ...event })
+    this.pendingBytes += event.text.length
     const dropped: string[] = []
-    while (this.pending.length > this.maxQueued) {
+    while (this.pending.length > this.maxQueued || (this.pendingBytes > this.maxQueuedBytes && this.pending.length > 1)) {
       const old = this.pending.shift()!
+      this.pendingBytes -= old.text.length
       if (old.runId) dropped.push(old.runId)
     }
     return dropped
@@ -98,6 +103,7 @@ export class MainSession {
   private async turn(): Promise<void> {
     if (this.pending.length === 0) return
     const events = this.pending.splice(0, this.pending.length)
+    this.pendingBytes = 0
     const lines: string[] = []
     let previous: SessionEvent | undefined
     for (const e of events) {

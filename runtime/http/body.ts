@@ -49,6 +49,32 @@ export function readBody(req: IncomingMessage, limit: number, timeoutMs: number)
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
+/**
+ * JSON nested deeper than this is refused before parsing: templates, transforms (structured
+ * clone) and the run store all walk the payload recursively, and no webhook sender nests this deep.
+ */
+export const MAX_JSON_DEPTH = 512
+
+/** True when brackets outside strings nest deeper than `limit`: one linear pass, no recursion. */
+function nestingBeyond(text: string, limit: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92 /* \\ */) i++
+      else if (c === 34 /* " */) inString = false
+    } else if (c === 34) {
+      inString = true
+    } else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > limit) return true
+    } else if (c === 93 || c === 125) {
+      depth--
+    }
+  }
+  return false
+}
+
 /** `{}` for an empty body; JSON for json, +json or no content type; an object of strings for forms; else 415. */
 export function parseBody(body: Buffer, contentType: string | undefined): unknown {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase()
@@ -71,6 +97,8 @@ export function parseBody(body: Buffer, contentType: string | undefined): unknow
     for (const [k, v] of new URLSearchParams(text)) out[k] = v
     return out
   }
+  const depth = nestingBeyond(text, MAX_JSON_DEPTH)
+  if (depth) throw new HttpError(400, 'invalid_json', `the body is nested more than ${MAX_JSON_DEPTH} levels deep`)
   try {
     return JSON.parse(text)
   } catch (err) {

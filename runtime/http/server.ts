@@ -111,7 +111,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
 
   const name = decodeName(path.slice(base.length + 1))
   const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)
-  if (name === '' || (name !== 'wake' && name !== 'agent' && !routes)) throw new HttpError(404, 'no_mapping', name === '' ? 'name a hook: POST to a path under the base path' : `no mapping for ${base}/${name}`)
+  if (name === '' || (name !== 'wake' && name !== 'agent' && !routes)) throw new HttpError(404, 'no_mapping', name === '' ? 'name a hook: POST to a path under the base path' : `no mapping for ${base}/${name.slice(0, 200)}`)
   const limit = routes ? maxBodyBytes(routes, config.server.maxBodyBytes) : config.server.maxBodyBytes
   const body = await readBody(req, limit, config.server.bodyTimeoutMs)
   if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')
@@ -176,12 +176,12 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
 
   // The body was read up to the largest limit on the name; the chosen mapping's own limit rules.
   const chosen = selectRoute(serving.bundle.routeTable.get(name) ?? [], payload)
-  if (!chosen) throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name} matches this payload's source`)
+  if (!chosen) throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
   const limit = chosen.maxBodyBytes ?? config.server.maxBodyBytes
   if (bodyBytes > limit) throw new HttpError(413, 'payload_too_large', `the body is ${bodyBytes} bytes; the limit for this mapping is ${limit}`)
   const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
   const outcome = await applyMapping([chosen], context, serving.transforms ?? undefined)
-  if (outcome.kind === 'no-match') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name} matches this payload's source`)
+  if (outcome.kind === 'no-match') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
   const matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId }
   if (outcome.kind === 'error') {
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')

@@ -56,7 +56,11 @@ export interface TransitionExtra { error?: string; result?: string; attempts?: n
 export interface RunStoreOptions extends JournalOptions {
   /** the clock for timestamps (tests) */
   now?: () => Date
+  /** finished runs kept in memory (the file keeps all of them), default 10,000 */
+  retainFinished?: number
 }
+
+export const DEFAULT_RETAIN_FINISHED = 10_000
 
 export const RESULT_MAX_CHARS = 500
 export const ERROR_MAX_CHARS = 1000
@@ -107,6 +111,8 @@ export class RunStore {
   private readonly now: () => Date
   /** insertion order is creation order, so reversed it is newest first */
   private readonly rows = new Map<string, RunRow>()
+  private retainFinished = DEFAULT_RETAIN_FINISHED
+  private finishedSinceTrim = 0
   /** per run, the last write in flight: writes for one run are applied one after another */
   private readonly inFlight = new Map<string, Promise<unknown>>()
   private closing: Promise<void> | null = null
@@ -122,8 +128,10 @@ export class RunStore {
   static open(stateDir: string, options: RunStoreOptions = {}): RunStore {
     const journal = Journal.open<RunRecord>(join(stateDir, RUNS_FILE), options)
     const store = new RunStore(stateDir, journal, options.now ?? (() => new Date()))
+    store.retainFinished = options.retainFinished ?? DEFAULT_RETAIN_FINISHED
     const read = Journal.read<unknown>(journal.path)
     const ignored = fold(read.records, store.rows)
+    for (const [id, row] of store.rows) if (FINAL.has(row.status)) store.rows.set(id, withoutRequest(row))
     store.recovery.repairedBytes = journal.repairedBytes
     store.recovery.unreadable = read.corrupt + read.torn + ignored
     return store
@@ -161,9 +169,28 @@ export class RunStore {
       const record: RunRecord = { type: 'status', id, status, at: this.now().toISOString(), ...cleanExtra(extra) }
       await this.journal.append(record)
       const next = applyStatus(row, record)
-      this.rows.set(id, next)
+      // A finished run is never run again: its request stays on disk, not in memory.
+      this.rows.set(id, FINAL.has(status) ? withoutRequest(next) : next)
+      if (FINAL.has(status) && ++this.finishedSinceTrim >= 256) this.trim()
       return next
     })
+  }
+
+  /**
+   * Forgets the oldest finished runs beyond `retainFinished` (they stay in the file, where
+   * `hookgate runs` reads them); runs that are not finished are always kept.
+   */
+  trim(): void {
+    this.finishedSinceTrim = 0
+    let finished = 0
+    for (const row of this.rows.values()) if (FINAL.has(row.status)) finished++
+    for (const [id, row] of this.rows) {
+      if (finished <= this.retainFinished) break
+      if (FINAL.has(row.status) && !this.inFlight.has(id)) {
+        this.rows.delete(id)
+        finished--
+      }
+    }
   }
 
   get(id: string): RunRow | undefined {
@@ -241,6 +268,12 @@ export class RunStore {
     if (problem) throw new RunStoreError('invalid_run', `run ${input.id} cannot be stored as JSON: ${problem}`)
     return Object.freeze(candidate)
   }
+}
+
+function withoutRequest(row: RunRow): RunRow {
+  if (row.request === undefined) return row
+  const { request: _request, ...rest } = row
+  return Object.freeze(rest)
 }
 
 /** Why `v` would not come back the same from JSON (undefined when it would), checked to a depth. */

@@ -68,7 +68,15 @@ class Slot {
         reject(new TransformTimeout(`did not finish within ${timeoutMs} ms`))
       }, timeoutMs)
       this.current = { id, pending: { resolve, reject, timer } }
-      this.worker!.postMessage({ id, routeId, input })
+      try {
+        this.worker!.postMessage({ id, routeId, input })
+      } catch {
+        // The input could not be copied to the worker: this call ends here, and its timer must
+        // not fire later against whatever the worker is running by then.
+        clearTimeout(timer)
+        this.current = undefined
+        reject(new TransformFailed('an input the transform worker cannot receive'))
+      }
     })
   }
 

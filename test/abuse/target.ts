@@ -2,17 +2,19 @@
 // exit and its memory can be read from /proc/<pid>/status), a flood helper that keeps a bounded
 // number of requests in flight, and the check every attack ends with: the process is alive, a
 // valid POST /hooks/wake answers 200, and its resident memory is under RSS_BOUND_MIB.
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { join } from 'node:path'
 import * as assert from 'uvu/assert'
+import { Journal } from '../../runtime/store/journal.js'
+import { RunStore } from '../../runtime/store/runs.js'
 import { compileProject, spawnServe, type Project, type ServeProcess } from '../runtime/http/harness.js'
 
 /**
- * The memory bound for the server process, peak (VmHWM) included. Measured on Node 20 / x86-64
- * with two transform workers warm: ~70-75 MiB idle, peaks of ~85-100 MiB under the heaviest
- * group here (600 KB bodies parsed 100,000 deep, 50 concurrent uploads, 2,000-request floods).
- * 200 MiB leaves about twice the worst peak seen, so only a real leak or an unbounded buffer
- * trips it.
+ * The memory bound for the server process, peak (VmHWM) included. Measured (Node 20, x86-64, at
+ * 7ac2c78): 63-66 MiB idle, ~83 MiB with two transform workers; after each passing group 65-89
+ * MiB, the highest peak 105 MiB (600 KB bodies parsed 100,000 deep). 200 MiB is about twice the
+ * worst peak, so only a leak or an unbounded buffer trips it (queued-wakes.test.ts does: ~270 MiB).
  */
 export const RSS_BOUND_MIB = 200
 
@@ -57,6 +59,20 @@ export function memoryOf(pid: number): Memory {
 
 export function alive(t: Target): boolean {
   return t.server.child.exitCode === null && t.server.child.signalCode === null
+}
+
+/**
+ * The text a wake run queued for the main session, as rendered from its template: kept on the run
+ * row (request.text), or in older stores as an event in the main session's journal.
+ */
+export function wakeTextOf(stateDir: string, runId: string): string | undefined {
+  const row = RunStore.readRows(stateDir).find((r) => r.id === runId)
+  const text = (row?.request as { text?: unknown } | undefined)?.text
+  if (typeof text === 'string') return text
+  const journal = join(stateDir, 'sessions', 'main', 'main.jsonl')
+  if (!existsSync(journal)) return undefined
+  const { records } = Journal.read<{ type: string; runId: string; text: string }>(journal)
+  return records.find((r) => r.type === 'event' && r.runId === runId)?.text
 }
 
 // ---- requests ----------------------------------------------------------------------------------

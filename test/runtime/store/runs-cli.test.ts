@@ -51,7 +51,8 @@ json('prints every row newest first with every field, the request included', asy
   assert.is(out.stderr, '')
   const rows = JSON.parse(out.stdout) as RunRow[]
   assert.equal(rows.map((r) => r.id), ['run-trig', 'run-wake', 'run-bad', 'run-ok'])
-  assert.equal(rows, store.list())
+  // The file is the history: memory keeps finished runs without their request (it is never run again).
+  assert.equal(rows.map(({ request: _r, ...rest }) => rest), store.list().map(({ request: _r, ...rest }) => rest))
   const ok = rows.find((r) => r.id === 'run-ok')!
   for (const key of ['id', 'definitionKind', 'correlationId', 'action', 'status', 'createdAt', 'updatedAt', 'startedAt', 'finishedAt', 'result', 'request']) {
     assert.ok(key in ok, `--json row has ${key}`)
