@@ -3,22 +3,12 @@
 import { randomUUID } from 'node:crypto'
 import type { BundleConfig, WakeMode } from '../bundle-format.js'
 import { HttpError } from './errors.js'
+import type { AgentAction } from '../mapping.js'
 
 export interface WakeRequest { text: string; mode: WakeMode }
 
-export interface AgentRequest {
-  message: string
-  name: string | null
-  agentId: string | null
-  sessionKey: string | null
-  wakeMode: WakeMode
-  deliver: boolean
-  channel: string
-  to: string | null
-  model: string | null
-  thinking: string | null
-  timeoutSeconds: number | null
-}
+/** An /agent call asks for the same fields a mapped agent action produces. */
+export type AgentRequest = Omit<AgentAction, 'kind'>
 
 const THINKING = new Set(['off', 'minimal', 'low', 'medium', 'high'])
 
