@@ -1,9 +1,7 @@
 // Shared by the CLI tests: runs the real `hookgate` executable (bin/hookgate.js) in a child
 // process, without a shell, and writes small config trees into temp directories.
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { hookgateBin, tempDir } from '../helpers/paths.js'
+import { hookgateBin } from '../helpers/paths.js'
 
 export interface CliResult {
   /** exit code, or null when the process was killed */
@@ -58,22 +56,8 @@ export function hookgate(args: readonly string[], options: CliOptions): Promise<
   }))
 }
 
-let root: string | undefined
-
-/** A fresh directory inside one temp root per test file (removed at exit with the root). */
-export function scratchDir(prefix = 'case-'): string {
-  root ??= tempDir('hookgate-cli-')
-  return mkdtempSync(join(root, prefix))
-}
-
-/** Writes `files` (relative path → content) under `dir`, creating folders as needed. */
-export function writeTree(dir: string, files: Record<string, string>): void {
-  for (const [rel, content] of Object.entries(files)) {
-    const full = join(dir, rel)
-    mkdirSync(dirname(full), { recursive: true })
-    writeFileSync(full, content)
-  }
-}
+import { scratchDir, writeTree } from '../helpers/paths.js'
+export { scratchDir, writeTree }
 
 export interface StartedRun {
   /** the directory the config was written to and the command ran in */

@@ -1,5 +1,5 @@
 // Where things are, seen from a test running out of build/test/…: the repo root and its fixtures.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -23,4 +23,21 @@ export function tempDir(prefix = 'hookgate-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
   return dir
+}
+
+let scratchRoot: string | undefined
+
+/** A fresh directory inside one temp root per test process (removed at exit with the root). */
+export function scratchDir(prefix = 'case-'): string {
+  scratchRoot ??= tempDir('hookgate-scratch-')
+  return mkdtempSync(join(scratchRoot, prefix))
+}
+
+/** Writes `files` (relative path → content) under `dir`, creating folders as needed. */
+export function writeTree(dir: string, files: Record<string, string>): void {
+  for (const [rel, content] of Object.entries(files)) {
+    const full = join(dir, rel)
+    mkdirSync(dirname(full), { recursive: true })
+    writeFileSync(full, content)
+  }
 }

@@ -3,7 +3,7 @@
 // HTTP: node:http for ordinary requests, raw node:net sockets for slow, stalled or malformed ones.
 import { randomBytes } from 'node:crypto'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { dirname, join } from 'node:path'
@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert'
 import { compileFile } from '../../../compiler/index.js'
 import { startService, type Service } from '../../../runtime/service.js'
 import { RunStore, type RunRow } from '../../../runtime/store/runs.js'
-import { hookgateBin, tempDir } from '../../helpers/paths.js'
+import { hookgateBin } from '../../helpers/paths.js'
 
 /** A fresh random hook token in HOOKGATE_TEST_TOKEN, for configs written with token: ${HOOKGATE_TEST_TOKEN}. */
 export function setTestToken(): string {
@@ -20,22 +20,8 @@ export function setTestToken(): string {
   return token
 }
 
-let root: string | undefined
-
-/** A fresh directory inside one temp root per test file (removed at exit with the root). */
-export function scratchDir(prefix = 'case-'): string {
-  root ??= tempDir('hookgate-http-')
-  return mkdtempSync(join(root, prefix))
-}
-
-/** Writes `files` (relative path → content) under `dir`, creating folders as needed. */
-export function writeTree(dir: string, files: Record<string, string>): void {
-  for (const [rel, content] of Object.entries(files)) {
-    const full = join(dir, rel)
-    mkdirSync(dirname(full), { recursive: true })
-    writeFileSync(full, content)
-  }
-}
+import { scratchDir, writeTree } from '../../helpers/paths.js'
+export { scratchDir, writeTree }
 
 export interface Project {
   /** the directory holding hooks.yaml (and transforms/) */

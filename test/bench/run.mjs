@@ -1,0 +1,491 @@
+// The benchmark suite behind `npm run bench`, run by hand (not part of `npm test`):
+//
+//   node test/bench/run.mjs [--mode compare|scale|all] [--duration 10] [--connections 50] [--rounds 1] [--json]
+//
+// compare (default): in one run, one target after another, each on a fresh server child (and a
+//   fresh --state dir) with 2 s of warm-up: the bare node:http floor (read the body, JSON.parse,
+//   check the Bearer token); hookgate POST /hooks/wake; a mapped wake path with a template; a
+//   mapped wake path with a TypeScript transform (compiled with the real CLI, run in the worker
+//   pool); POST /hooks/agent on builtin/echo (deliver false, wakeMode next-heartbeat) with durable
+//   writes; and 401/429 traffic: a wrong token from one client address, so after the first 20 the
+//   lock-out answers 429. One table: req/s, p50, p99, unexpected answers, server RSS idle/peak,
+//   each also as a ratio to the bare server.
+// scale: how cost grows. (a) the same mapped wake path in bundles of 10, 1,000 and 10,000
+//   mappings under the same load (the 10,000 row must stay within 10 % of the 10 row's req/s:
+//   PASS/FAIL); (b) bodies of 1 KiB, 64 KiB and 256 KiB to the mapped path (maxBodyBytes 300000),
+//   beside the bare server at the same size; (c) cold start: from spawning `hookgate serve` to the
+//   first answered request (GET /healthz, asked every 5 ms), median of 5, for bundles of 10, 1,000
+//   and 10,000 mappings.
+// all: compare, then scale.
+//
+// Every server runs in its own child process on 127.0.0.1, stdout to /dev/null, fsync on; autocannon
+// runs in this process. Each row reports the CPU used by everything else on the machine meanwhile
+// ("other"): above 15 % of a core the row is marked noisy. Exit 1 when a row saw unexpected answers
+// or the lookup check failed.
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import {
+  BARE_SERVER, BenchError, MiB, NOISY_OTHER_CPU, WARMUP_SECONDS, fail, fmtInt, fmtMiB, fmtMs, fmtPct, fmtRatio, freePort, fsTypeOf,
+  installExitHandlers, killAllNow, machine, machineBusySeconds, measure, median, once, procCpuSeconds, procStatus, ratio, root, round, run,
+  settleDisk, startServer, stopServer, table,
+} from './lib.mjs'
+
+const USAGE = 'usage: node test/bench/run.mjs [--mode compare|scale|all] [--duration S] [--connections N] [--rounds R] [--json]'
+const NAME = 'bench'
+
+const LOOKUP_COUNTS = [10, 1000, 10_000]
+const PAYLOAD_SIZES = [1024, 64 * 1024, 256 * 1024]
+const PAYLOAD_MAX_BODY = 300_000
+const COLD_COUNTS = [10, 1000, 10_000]
+const COLD_RUNS = 5
+const COLD_POLL_MS = 5
+/** the issue's bound: 10,000 mappings within 10 % of 10 */
+const LOOKUP_TOLERANCE = 0.10
+
+// ---------------------------------------------------------------------------------------------
+// arguments
+
+function readOptions() {
+  let values
+  try {
+    ;({ values } = parseArgs({
+      args: process.argv.slice(2),
+      options: {
+        mode: { type: 'string', default: 'compare' },
+        connections: { type: 'string', default: '50' },
+        duration: { type: 'string', default: '10' },
+        rounds: { type: 'string', default: '1' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }))
+  } catch (err) {
+    process.stderr.write(`${NAME}: ${err.message}\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (values.help) {
+    process.stdout.write(USAGE + '\n')
+    process.exit(0)
+  }
+  if (!['compare', 'scale', 'all'].includes(values.mode)) {
+    process.stderr.write(`${NAME}: --mode takes compare, scale or all, not "${values.mode}"\n${USAGE}\n`)
+    process.exit(2)
+  }
+  const int = (name, min, max) => {
+    const n = Number(values[name])
+    if (!Number.isInteger(n) || n < min || n > max) {
+      process.stderr.write(`${NAME}: --${name} takes a whole number from ${min} to ${max}, not "${values[name]}"\n${USAGE}\n`)
+      process.exit(2)
+    }
+    return n
+  }
+  return { mode: values.mode, connections: int('connections', 1, 1000), duration: int('duration', 1, 600), rounds: int('rounds', 1, 5), json: values.json }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the configs
+
+const AGENTS_YAML = ['agents:', '  - id: main', '    default: true', '    model: builtin/echo', '    heartbeat: { every: "off" }', '']
+
+/** The mapped path every scale row measures, and the compare row "mapped path, template". */
+const BENCH_MAPPING = [
+  '    - id: bench',
+  '      match: { path: bench }',
+  '      action: wake',
+  '      textTemplate: "{{payload.event}} from {{headers.x-source}} at {{now}}"',
+]
+
+/** A small TypeScript transform for a wake mapping: it names the text itself. */
+const XFORM_TS = `// Generated by test/bench/run.mjs: the transform of the mapping "xform".
+interface Input {
+  payload: { event?: unknown; repository?: unknown; attempt?: unknown }
+  headers: Record<string, string>
+}
+
+export default function benchTransform({ payload, headers }: Input): { text: string } {
+  const event = typeof payload.event === 'string' ? payload.event : 'unknown event'
+  const repo = typeof payload.repository === 'string' ? payload.repository : 'unknown repository'
+  const attempt = typeof payload.attempt === 'number' ? payload.attempt : 1
+  return { text: \`\${event} on \${repo} (attempt \${attempt}) from \${headers['x-source'] ?? 'unknown'}\` }
+}
+`
+
+/** Two bundles, so that only the transform row pays for the transform worker pool: `withTransform` adds /hooks/xform. */
+function compareYaml(withTransform) {
+  return [
+    `# Generated by test/bench/run.mjs (compare${withTransform ? ', with a transform' : ''}).`,
+    'hooks:',
+    '  enabled: true',
+    '  token: ${HOOKGATE_TOKEN}',
+    '  path: /hooks',
+    ...(withTransform ? ['  transformsDir: transforms'] : []),
+    '  mappings:',
+    ...BENCH_MAPPING,
+    ...(withTransform ? [
+      '    - id: xform',
+      '      match: { path: xform }',
+      '      action: wake',
+      '      textTemplate: "replaced by the transform"',
+      '      transform: { module: xform.ts }',
+    ] : []),
+    '',
+    ...AGENTS_YAML,
+  ].join('\n')
+}
+
+const VENDORS = ['github', 'stripe', 'sentry', 'linear', 'grafana']
+
+/** One of the mappings the measured one hides among: nested paths, source matches, both actions. */
+function fillerMapping(i) {
+  const vendor = VENDORS[i % VENDORS.length]
+  const path = i % 4 === 0 ? `svc-${i}` : i % 4 === 1 ? `team${i % 17}/svc-${i}` : i % 4 === 2 ? `vendors/${vendor}/${i}` : `ci/build-${i}`
+  const match = i % 5 === 0 ? `{ path: ${path}, source: ${vendor} }` : `{ path: ${path} }`
+  const lines = [`    - id: m${i}`, `      match: ${match}`]
+  if (i % 3 === 1) {
+    lines.push('      action: agent', `      name: "${vendor} {{headers.x-event}}"`, `      messageTemplate: "${vendor} {{payload.action}} on {{payload.repository.name}} ({{query.env}})"`)
+  } else {
+    lines.push('      action: wake', `      wakeMode: ${i % 2 ? 'next-heartbeat' : 'now'}`, `      textTemplate: "${vendor}: {{payload.status}} {{payload.alerts[0].labels.alertname}} at {{now}}"`)
+  }
+  return lines
+}
+
+/** `count` mappings in all: count − 1 fillers, then the measured one (last, so a scan would pay the most). */
+function scaleYaml(count, { maxBodyBytes } = {}) {
+  const out = [`# Generated by test/bench/run.mjs (scale): ${count} mappings.`]
+  if (maxBodyBytes) out.push('server:', `  maxBodyBytes: ${maxBodyBytes}`)
+  out.push('hooks:', '  enabled: true', '  token: ${HOOKGATE_TOKEN}', '  path: /hooks', '  mappings:')
+  for (let i = 1; i < count; i++) out.push(...fillerMapping(i))
+  out.push(...BENCH_MAPPING, '', ...AGENTS_YAML)
+  return out.join('\n')
+}
+
+/** About 200 bytes, as in server.bench.mjs: `text` for /hooks/wake, `event` and `repository` for the mapped paths. */
+function requestBody(bytes = 200) {
+  const body = {
+    text: 'deploy of acme/web finished on web-1',
+    event: 'deploy.finished',
+    repository: 'acme/web',
+    ref: 'refs/heads/main',
+    sha: 'c0ffee1234567890abcdef1234567890abcdef12',
+    attempt: 1,
+    pad: '',
+  }
+  body.pad = 'x'.repeat(Math.max(0, bytes - JSON.stringify(body).length))
+  const text = JSON.stringify(body)
+  if (Buffer.byteLength(text) !== bytes && bytes >= 200) fail(`request body of ${Buffer.byteLength(text)} bytes, wanted ${bytes}`)
+  return text
+}
+
+const AGENT_BODY = JSON.stringify({ message: 'summarise the deploy of acme/web on web-1: ' + 'x'.repeat(120), name: 'bench agent call', deliver: false, wakeMode: 'next-heartbeat' })
+
+// ---------------------------------------------------------------------------------------------
+// projects and servers
+
+/** Writes hooks.yaml (and transforms), compiles it with the real CLI; returns the dist dir and timings. */
+async function compileProject(tmp, name, yaml, token, transforms = {}) {
+  const dir = join(tmp, name)
+  mkdirSync(join(dir, 'transforms'), { recursive: true })
+  for (const [file, text] of Object.entries(transforms)) writeFileSync(join(dir, 'transforms', file), text)
+  const file = join(dir, 'hooks.yaml')
+  writeFileSync(file, yaml)
+  const dist = join(dir, 'dist')
+  const c = await run([join(root, 'bin', 'hookgate.js'), 'compile', file, '--out', dist], { HOOKGATE_TOKEN: token })
+  if (c.code !== 0) fail(`hookgate compile (${name}) exited with ${c.code}:\n${c.out.slice(0, 4000)}`)
+  const bundleBytes = statSync(join(dist, 'hookgate.bundle.mjs')).size
+  return { dir, dist, compileMs: c.ms, configBytes: statSync(file).size, bundleBytes }
+}
+
+function makeStarters(tmp, token) {
+  const bareFile = join(tmp, 'bare-server.mjs')
+  writeFileSync(bareFile, BARE_SERVER)
+  let serial = 0
+  const bare = () => startServer({ label: 'bare node:http', args: [bareFile], env: { BENCH_TOKEN: token }, stdout: 'pipe', readyPath: '/' })
+  const hookgate = async (dist, { label = 'hookgate', pollMs } = {}) => {
+    const port = await freePort()
+    const stateDir = join(tmp, `state-${++serial}`)
+    const args = [join(root, 'bin', 'hookgate.js'), 'serve', '--bundle', dist, '--host', '127.0.0.1', '--port', String(port), '--state', stateDir, '--grace-seconds', '1']
+    const s = await startServer({ label, args, env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz', ...(pollMs ? { pollMs } : {}) })
+    s.stateDir = stateDir
+    return s
+  }
+  return { bare, hookgate }
+}
+
+/** Run rows and final statuses in a stopped server's runs.jsonl (counted, not parsed). */
+function runsOnDisk(stateDir) {
+  let buf
+  try { buf = readFileSync(join(stateDir, 'runs.jsonl')) } catch { return { rows: 0, succeeded: 0, failed: 0 } }
+  const count = (text) => {
+    const needle = Buffer.from(text)
+    let n = 0
+    for (let i = buf.indexOf(needle); i !== -1; i = buf.indexOf(needle, i + needle.length)) n++
+    return n
+  }
+  return { rows: count('{"type":"run"'), succeeded: count('"status":"succeeded"'), failed: count('"status":"failed"') }
+}
+
+/**
+ * One row: start the target, probe it once, warm up and measure, stop it. `expected`: the statuses
+ * that are the point of the row (everything else, and every error and timeout, is "unexpected").
+ */
+async function measureRow(ctx, t) {
+  const { log, opts, state } = ctx
+  log(`${t.label}: starting …`)
+  state.started = await t.start()
+  const server = state.started
+  // idle: started and asked GET /healthz (or / for the bare server), nothing else yet
+  const rssIdle = procStatus(server.pid)
+  try {
+    // asks to keep the connection, as autocannon does, so the answer says whether the server would
+    const probe = await once(server.port, { method: 'POST', path: t.path, headers: { ...t.headers, connection: 'keep-alive' }, body: t.body })
+    if (!t.expected.includes(probe.status)) fail(`${t.label}: the probe request got ${probe.status} (expected ${t.expected.join('/')}): ${probe.text.slice(0, 300)}`)
+    log(`${t.label}: pid ${server.pid}, port ${server.port}; ${WARMUP_SECONDS} s warm-up, then ${opts.duration} s × ${opts.connections} connections …`)
+    const m = await measure(server, { path: t.path, headers: t.headers, body: t.body, connections: opts.connections, duration: opts.duration, rssIdle })
+    await stopServer(server)
+    state.started = null
+    settleDisk()
+    const expectedCount = t.expected.reduce((n, s) => n + (m.statusCodes[s] ?? 0), 0)
+    const answered = Object.values(m.statusCodes).reduce((a, b) => a + b, 0)
+    const row = { key: t.key, label: t.label, expected: t.expected, ...m, expectedCount, unexpected: answered - expectedCount + m.errors /* autocannon counts a timeout as an error too */, bodyBytes: Buffer.byteLength(t.body), probeConnection: probe.headers.connection ?? null }
+    if (server.stateDir) row.disk = runsOnDisk(server.stateDir)
+    if (row.unexpected > 0) ctx.warnings.push(`${t.label}: ${row.unexpected} unexpected (statuses ${JSON.stringify(m.statusCodes)}, ${m.errors} errors, ${m.timeouts} timeouts)${server.stderr ? `; server stderr: ${server.stderr.trim().slice(0, 500)}` : ''}`)
+    log(`  ${fmtInt(m.rps)} req/s, p50 ${fmtMs(m.latencyMs.p50)} ms, p99 ${fmtMs(m.latencyMs.p99)} ms, statuses ${JSON.stringify(m.statusCodes)}, RSS ${fmtMiB(m.rssIdle)} → ${fmtMiB(m.rssPeak)} MiB, server CPU ${fmtPct(m.serverCpu)}, other ${fmtPct(m.otherCpu)}`)
+    return row
+  } finally {
+    if (state.started) { await stopServer(state.started).catch(() => {}); state.started = null }
+  }
+}
+
+const noisy = (r) => r.otherCpu > NOISY_OTHER_CPU
+const otherCell = (r) => `${fmtPct(r.otherCpu)}${noisy(r) ? ' !' : ''}`
+
+// ---------------------------------------------------------------------------------------------
+// compare
+
+async function compareMode(ctx) {
+  const { tmp, token } = ctx
+  ctx.log('compiling the compare projects (hookgate compile) …')
+  const project = await compileProject(tmp, 'compare', compareYaml(false), token)
+  const xproject = await compileProject(tmp, 'compare-transform', compareYaml(true), token, { 'xform.ts': XFORM_TS })
+  const { bare, hookgate } = makeStarters(tmp, token)
+  const body = requestBody()
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-source': 'bench' }
+  const wrong = { ...headers, authorization: `Bearer ${randomBytes(24).toString('base64url')}` }
+  const start = () => hookgate(project.dist)
+  const targets = [
+    { key: 'bare', label: 'bare node:http', path: '/', headers, body, expected: [200], start: bare },
+    { key: 'wake', label: 'POST /hooks/wake', path: '/hooks/wake', headers, body, expected: [200], start },
+    { key: 'template', label: 'mapped path, template', path: '/hooks/bench', headers, body, expected: [200], start },
+    { key: 'transform', label: 'mapped path, transform', path: '/hooks/xform', headers, body, expected: [200], start: () => hookgate(xproject.dist) },
+    { key: 'agent', label: 'agent call (echo, durable)', path: '/hooks/agent', headers, body: AGENT_BODY, expected: [202], start },
+    { key: 'auth', label: '401/429 traffic (lock-out)', path: '/hooks/wake', headers: wrong, body, expected: [401, 429], start },
+  ]
+  const rows = []
+  for (const t of targets) rows.push(await measureRow(ctx, t))
+  const base = rows.find((r) => r.key === 'bare')
+  for (const r of rows) {
+    r.vsBare = {
+      rps: round(ratio(r.rps, base.rps)), p50: round(ratio(r.latencyMs.p50, base.latencyMs.p50)), p99: round(ratio(r.latencyMs.p99, base.latencyMs.p99)),
+      rssIdle: round(ratio(r.rssIdle, base.rssIdle)), rssPeak: round(ratio(r.rssPeak, base.rssPeak)),
+    }
+  }
+  return { bodyBytes: Buffer.byteLength(body), agentBodyBytes: Buffer.byteLength(AGENT_BODY), rows }
+}
+
+function printCompare(c, opts) {
+  const base = c.rows.find((r) => r.key === 'bare')
+  const rows = c.rows.map((r) => [
+    r.label,
+    fmtInt(r.rps), fmtRatio(ratio(r.rps, base.rps)),
+    fmtMs(r.latencyMs.p50), fmtRatio(ratio(r.latencyMs.p50, base.latencyMs.p50)),
+    fmtMs(r.latencyMs.p99), fmtRatio(ratio(r.latencyMs.p99, base.latencyMs.p99)),
+    (r.unexpected ? '!! ' : '') + fmtInt(r.unexpected),
+    fmtMiB(r.rssIdle), fmtRatio(ratio(r.rssIdle, base.rssIdle)),
+    fmtMiB(r.rssPeak), fmtRatio(ratio(r.rssPeak, base.rssPeak)),
+    fmtPct(r.serverCpu), fmtPct(r.loaderCpu), otherCell(r),
+  ])
+  const auth = c.rows.find((r) => r.key === 'auth')
+  const agent = c.rows.find((r) => r.key === 'agent')
+  const lines = [
+    `== compare: ${opts.connections} connections, ${WARMUP_SECONDS} s warm-up + ${opts.duration} s per row, POST ${c.bodyBytes}-byte JSON (agent call: ${c.agentBodyBytes} bytes) ==`,
+    table(['target', 'req/s', '×bare', 'p50 ms', '×bare', 'p99 ms', '×bare', 'non-2xx', 'RSS idle MiB', '×bare', 'RSS peak MiB', '×bare', 'srv CPU', 'ac CPU', 'other'], rows),
+    '',
+    'non-2xx: answers outside the row\'s expected statuses, plus connection errors and timeouts (expected: 200; 202 for the agent call; 401 and 429 for the 401/429 row).',
+    `401/429 traffic: a wrong Bearer token from 127.0.0.1 to /hooks/wake with the default lock-out (20 failures, then 429 for 60 s): ${fmtInt(auth.statusCodes[401] ?? 0)} × 401, ${fmtInt(auth.statusCodes[429] ?? 0)} × 429 in the measured run; to a request asking for keep-alive the server answered "connection: ${auth.probeConnection ?? '(none)'}"${auth.probeConnection === 'close' ? ', so every one of these requests opens a new connection' : ' (the connection is kept)'}.`,
+    `agent call: ${fmtInt(agent.expectedCount)} × 202 in the measured run; at the stop (1 s grace) runs.jsonl held ${fmtInt(agent.disk?.rows)} runs, ${fmtInt(agent.disk?.succeeded)} succeeded (the echo turns run after the 202, server.concurrency = 4 at a time; the rest resume at the next start).`,
+    'mapped path, template: /hooks/bench, a wake whose textTemplate reads a payload field, a header and {{now}}; mapped path, transform: /hooks/xform, a wake whose TypeScript transform returns { text }, run in the worker-thread pool (its bundle is the only one with a transform, so only this row carries the pool).',
+    'RSS idle: after the start and one GET, before the probe request; RSS peak: sampled every 200 ms during the measured run. hookgate keeps every run row in memory for the life of the process, so its peak grows with the requests it accepted.',
+  ]
+  return lines
+}
+
+// ---------------------------------------------------------------------------------------------
+// scale
+
+async function scaleMode(ctx) {
+  const { tmp, token, opts, log } = ctx
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-source': 'bench' }
+  const { bare, hookgate } = makeStarters(tmp, token)
+  const out = { lookup: [], payload: [], cold: [] }
+
+  // (a) lookup cost against the mapping count
+  const projects = new Map()
+  for (const n of LOOKUP_COUNTS) {
+    log(`compiling a bundle of ${fmtInt(n)} mappings …`)
+    const p = await compileProject(tmp, `scale-${n}`, scaleYaml(n), token)
+    log(`  ${(p.compileMs / 1000).toFixed(1)} s, config ${(p.configBytes / 1024).toFixed(0)} KiB, bundle ${(p.bundleBytes / 1024).toFixed(0)} KiB`)
+    projects.set(n, p)
+  }
+  const body = requestBody()
+  const samples = new Map(LOOKUP_COUNTS.map((n) => [n, []]))
+  for (let k = 0; k < opts.rounds; k++) {
+    // alternate the order, so a slow drift of the machine does not favour one count
+    const order = k % 2 === 0 ? LOOKUP_COUNTS : [...LOOKUP_COUNTS].reverse()
+    for (const n of order) {
+      const label = `${fmtInt(n)} mappings${opts.rounds > 1 ? ` (round ${k + 1})` : ''}`
+      samples.get(n).push(await measureRow(ctx, { key: `lookup-${n}`, label, path: '/hooks/bench', headers, body, expected: [200], start: () => hookgate(projects.get(n).dist) }))
+    }
+  }
+  for (const n of LOOKUP_COUNTS) {
+    const rs = samples.get(n)
+    const pick = (f) => median(rs.map(f))
+    const p = projects.get(n)
+    out.lookup.push({
+      mappings: n, rounds: rs.length, rps: pick((r) => r.rps), p50: pick((r) => r.latencyMs.p50), p99: pick((r) => r.latencyMs.p99),
+      rssIdle: pick((r) => r.rssIdle), rssPeak: pick((r) => r.rssPeak), otherCpu: Math.max(...rs.map((r) => r.otherCpu)), serverCpu: pick((r) => r.serverCpu), loaderCpu: pick((r) => r.loaderCpu),
+      unexpected: rs.reduce((a, r) => a + r.unexpected, 0), compileMs: p.compileMs, configBytes: p.configBytes, bundleBytes: p.bundleBytes, samples: rs.map((r) => round1(r.rps)),
+    })
+  }
+  const small = out.lookup[0]
+  const big = out.lookup[out.lookup.length - 1]
+  const rpsRatio = ratio(big.rps, small.rps)
+  out.lookupCheck = {
+    rpsRatio: round(rpsRatio, 3), p50Ratio: round(ratio(big.p50, small.p50), 3), p99Ratio: round(ratio(big.p99, small.p99), 3),
+    pass: rpsRatio >= 1 - LOOKUP_TOLERANCE, noisy: [small, big].some(noisy),
+  }
+
+  // (b) payload size
+  log(`compiling the payload project (maxBodyBytes ${PAYLOAD_MAX_BODY}) …`)
+  const payloadProject = await compileProject(tmp, 'payload', scaleYaml(1, { maxBodyBytes: PAYLOAD_MAX_BODY }), token)
+  for (const size of PAYLOAD_SIZES) {
+    const b = requestBody(size)
+    const kib = `${size / 1024} KiB`
+    const floor = await measureRow(ctx, { key: `payload-bare-${size}`, label: `bare node:http, ${kib}`, path: '/', headers, body: b, expected: [200], start: bare })
+    const hg = await measureRow(ctx, { key: `payload-${size}`, label: `/hooks/bench, ${kib}`, path: '/hooks/bench', headers, body: b, expected: [200], start: () => hookgate(payloadProject.dist) })
+    for (const r of [floor, hg]) r.mibPerSecond = MiB((r.expectedCount * size) / r.seconds)
+    out.payload.push({ size, bare: floor, hookgate: hg })
+  }
+
+  // (c) cold start: spawn → first answered GET /healthz
+  for (const n of COLD_COUNTS) {
+    const p = projects.get(n)
+    const runs = []
+    for (let i = 0; i < COLD_RUNS; i++) {
+      settleDisk()
+      const busy0 = machineBusySeconds()
+      const self0 = process.cpuUsage()
+      const s = await hookgate(p.dist, { label: `hookgate (${n} mappings)`, pollMs: COLD_POLL_MS })
+      ctx.state.started = s
+      // the new child's whole CPU time so far is its start; "other" is the rest of the machine meanwhile
+      const serverCpuSeconds = procCpuSeconds(s.pid)
+      const self = process.cpuUsage(self0)
+      const seconds = s.readyMs / 1000
+      const otherCpu = Math.max(0, (machineBusySeconds() - busy0 - serverCpuSeconds - (self.user + self.system) / 1e6) / seconds)
+      const rss = procStatus(s.pid)
+      await stopServer(s)
+      ctx.state.started = null
+      runs.push({ ms: s.readyMs, polls: s.polls, rss, serverCpuSeconds, otherCpu })
+    }
+    const ms = runs.map((r) => r.ms)
+    out.cold.push({
+      mappings: n, bundleBytes: p.bundleBytes, medianMs: median(ms), minMs: Math.min(...ms), maxMs: Math.max(...ms), samplesMs: ms.map(round1),
+      rssAtReady: median(runs.map((r) => r.rss)), serverCpuSeconds: median(runs.map((r) => r.serverCpuSeconds)), otherCpu: Math.max(...runs.map((r) => r.otherCpu)),
+    })
+    log(`cold start, ${fmtInt(n)} mappings: median ${median(ms).toFixed(0)} ms (${ms.map((x) => x.toFixed(0)).join(', ')})`)
+  }
+  return out
+}
+
+const round1 = (x) => round(x, 1)
+
+function printScale(s, opts) {
+  const small = s.lookup[0]
+  const lines = [
+    `== scale (a): lookup cost against the mapping count — POST /hooks/bench (the same mapped wake, listed last), ${opts.connections} connections, ${WARMUP_SECONDS} s warm-up + ${opts.duration} s${opts.rounds > 1 ? `, median of ${opts.rounds} rounds in alternating order` : ''} ==`,
+    table(['mappings', 'config KiB', 'compile s', 'bundle KiB', 'req/s', '×10', 'p50 ms', '×10', 'p99 ms', '×10', 'non-2xx', 'RSS idle MiB', 'RSS peak MiB', 'srv CPU', 'ac CPU', 'other'], s.lookup.map((r) => [
+      fmtInt(r.mappings), (r.configBytes / 1024).toFixed(0), (r.compileMs / 1000).toFixed(1), (r.bundleBytes / 1024).toFixed(0),
+      fmtInt(r.rps), fmtRatio(ratio(r.rps, small.rps)), fmtMs(r.p50), fmtRatio(ratio(r.p50, small.p50)), fmtMs(r.p99), fmtRatio(ratio(r.p99, small.p99)),
+      (r.unexpected ? '!! ' : '') + fmtInt(r.unexpected), fmtMiB(r.rssIdle), fmtMiB(r.rssPeak), fmtPct(r.serverCpu), fmtPct(r.loaderCpu), otherCell(r),
+    ])),
+    `lookup check: req/s at ${fmtInt(s.lookup[s.lookup.length - 1].mappings)} mappings is ${(s.lookupCheck.rpsRatio * 100).toFixed(1)}% of req/s at ${fmtInt(small.mappings)} (p50 ${fmtRatio(s.lookupCheck.p50Ratio)}, p99 ${fmtRatio(s.lookupCheck.p99Ratio)}); bound: within ${LOOKUP_TOLERANCE * 100}% → ${s.lookupCheck.pass ? 'PASS' : 'FAIL'}${s.lookupCheck.noisy ? ` (one of the two rows is noisy: other CPU above ${NOISY_OTHER_CPU * 100}% of a core; run again on a quiet machine, or with --rounds 3)` : ''}`,
+    '',
+    `== scale (b): payload size — POST /hooks/bench (server.maxBodyBytes ${PAYLOAD_MAX_BODY}) beside the bare server at the same size, ${opts.connections} connections, ${WARMUP_SECONDS} s warm-up + ${opts.duration} s ==`,
+    table(['body', 'target', 'req/s', '×bare', 'p50 ms', 'p99 ms', '×bare', 'MiB/s', 'non-2xx', 'RSS peak MiB', 'srv CPU', 'ac CPU', 'other'], s.payload.flatMap((p) => [p.bare, p.hookgate].map((r) => [
+      `${p.size / 1024} KiB`, r === p.bare ? 'bare node:http' : 'hookgate', fmtInt(r.rps), fmtRatio(ratio(r.rps, p.bare.rps)), fmtMs(r.latencyMs.p50), fmtMs(r.latencyMs.p99), fmtRatio(ratio(r.latencyMs.p99, p.bare.latencyMs.p99)),
+      r.mibPerSecond.toFixed(1), (r.unexpected ? '!! ' : '') + fmtInt(r.unexpected), fmtMiB(r.rssPeak), fmtPct(r.serverCpu), fmtPct(r.loaderCpu), otherCell(r),
+    ]))),
+    'MiB/s: request bodies accepted (2xx) per second.',
+    '',
+    `== scale (c): cold start — spawning \`hookgate serve\` to the first answered GET /healthz (asked every ${COLD_POLL_MS} ms), ${COLD_RUNS} runs each, fresh --state dir ==`,
+    table(['mappings', 'bundle KiB', 'median ms', '×10', 'min ms', 'max ms', 'runs (ms)', 'srv CPU ms', 'RSS at ready MiB', 'other'], s.cold.map((r) => [
+      fmtInt(r.mappings), (r.bundleBytes / 1024).toFixed(0), r.medianMs.toFixed(0), fmtRatio(ratio(r.medianMs, s.cold[0].medianMs)), r.minMs.toFixed(0), r.maxMs.toFixed(0), r.samplesMs.map((x) => x.toFixed(0)).join(' '),
+      (r.serverCpuSeconds * 1000).toFixed(0), fmtMiB(r.rssAtReady), otherCell(r),
+    ])),
+    'srv CPU ms: CPU time the server child used from its spawn to the first answer (median); other: the worst of the runs.',
+  ]
+  return lines
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const opts = readOptions()
+  const log = (s) => { if (!opts.json) process.stderr.write(s + '\n') }
+  const tmp = mkdtempSync(join(os.tmpdir(), 'hookgate-bench-run-'))
+  const cleanup = () => {
+    killAllNow()
+    rmSync(tmp, { recursive: true, force: true })
+  }
+  installExitHandlers(NAME, cleanup)
+  const ctx = { opts, log, tmp, token: randomBytes(24).toString('base64url'), warnings: [], state: { started: null } }
+  const result = { ...machine(), tmpFs: fsTypeOf(tmp), mode: opts.mode, connections: opts.connections, durationSeconds: opts.duration, warmupSeconds: WARMUP_SECONDS, pipelining: 1, fsync: true }
+  try {
+    log('building build/ (node scripts/build.mjs) …')
+    const b = await run([join(root, 'scripts', 'build.mjs')])
+    if (b.code !== 0) fail(`node scripts/build.mjs exited with ${b.code}:\n${b.out}`)
+    if (opts.mode === 'compare' || opts.mode === 'all') result.compare = await compareMode(ctx)
+    if (opts.mode === 'scale' || opts.mode === 'all') result.scale = await scaleMode(ctx)
+    const noisyRows = [...(result.compare?.rows ?? []), ...(result.scale?.lookup.map((r) => ({ ...r, label: `${fmtInt(r.mappings)} mappings` })) ?? []), ...(result.scale?.payload.flatMap((p) => [p.bare, p.hookgate]) ?? [])].filter(noisy)
+    const notes = []
+    if (noisyRows.length) notes.push(`other work used more than ${Math.round(NOISY_OTHER_CPU * 100)}% of a core during: ${noisyRows.map((r) => `${r.label} (${fmtPct(r.otherCpu)})`).join(', ')}; those rows are not trustworthy (fsync writeback counts here too), run again on a quiet machine`)
+    if (result.scale && !result.scale.lookupCheck.pass) process.exitCode = 1
+    if (ctx.warnings.length) process.exitCode = 1
+
+    if (opts.json) {
+      process.stdout.write(JSON.stringify({ ...result, notes, warnings: ctx.warnings }, (k, v) => (typeof v === 'number' && !Number.isInteger(v) ? round(v, 3) : v)) + '\n')
+    } else {
+      const out = [
+        'hookgate benchmark (test/bench/run.mjs)',
+        `node ${result.node} | ${result.cpu} × ${result.cores} cores | temp dir on ${result.tmpFs}`,
+        'each row: a fresh server child on 127.0.0.1 (stdout to /dev/null, fsync on, fresh --state dir), autocannon in this process, pipelining 1; p50/p99 exact from every response',
+        'srv CPU / ac CPU / other: CPU of the server child / of this process (autocannon) / of everything else on the machine, per wall second (100% = one core); "!" = noisy row',
+        '',
+      ]
+      if (result.compare) out.push(...printCompare(result.compare, opts), '')
+      if (result.scale) out.push(...printScale(result.scale, opts), '')
+      out.push(...notes.map((n) => `note: ${n}`), ...ctx.warnings.map((w) => `WARNING: ${w}`))
+      process.stdout.write(out.join('\n').replace(/\n+$/, '') + '\n')
+    }
+  } catch (err) {
+    process.stderr.write(`${NAME}: FAILED: ${err instanceof BenchError ? err.message : (err && err.stack) || String(err)}\n`)
+    process.exitCode = 1
+  } finally {
+    if (ctx.state.started) await stopServer(ctx.state.started).catch(() => {})
+    cleanup()
+  }
+}
+
+await main()
