@@ -288,7 +288,7 @@ function notPlainJson(v: unknown, depth: number): string | undefined {
   if (typeof v === 'object') {
     const proto = Object.getPrototypeOf(v)
     if (proto !== Object.prototype && proto !== null) return `a ${(v as object).constructor?.name ?? 'class'} instance is not plain data`
-    for (const [k, x] of Object.entries(v as object)) {
+    for (const x of Object.values(v as object)) {
       if (x === undefined) continue // dropped by JSON, read back as absent: the same to every reader
       const p = notPlainJson(x, depth + 1)
       if (p) return p
