@@ -201,11 +201,10 @@ async function compileProject(tmp, name, yaml, token, transforms = {}) {
 function makeStarters(tmp, token) {
   const bareFile = join(tmp, 'bare-server.mjs')
   writeFileSync(bareFile, BARE_SERVER)
-  let serial = 0
   const bare = () => startServer({ label: 'bare node:http', args: [bareFile], env: { BENCH_TOKEN: token }, stdout: 'pipe', readyPath: '/' })
   const hookgate = async (dist, { label = 'hookgate', pollMs } = {}) => {
     const port = await freePort()
-    const stateDir = join(tmp, `state-${++serial}`)
+    const stateDir = mkdtempSync(join(tmp, 'state-')) // never one a server before used: it would resume that one's runs
     const args = [join(root, 'bin', 'hookgate.js'), 'serve', '--bundle', dist, '--host', '127.0.0.1', '--port', String(port), '--state', stateDir, '--grace-seconds', '1']
     const s = await startServer({ label, args, env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz', ...(pollMs ? { pollMs } : {}) })
     s.stateDir = stateDir
@@ -317,7 +316,7 @@ function printCompare(c, opts) {
     `401/429 traffic: a wrong Bearer token from 127.0.0.1 to /hooks/wake with the default lock-out (20 failures, then 429 for 60 s): ${fmtInt(auth.statusCodes[401] ?? 0)} × 401, ${fmtInt(auth.statusCodes[429] ?? 0)} × 429 in the measured run; to a request asking for keep-alive the server answered "connection: ${auth.probeConnection ?? '(none)'}"${auth.probeConnection === 'close' ? ', so every one of these requests opens a new connection' : ' (the connection is kept)'}.`,
     `agent call: ${fmtInt(agent.expectedCount)} × 202 in the measured run; at the stop (1 s grace) runs.jsonl held ${fmtInt(agent.disk?.rows)} runs, ${fmtInt(agent.disk?.succeeded)} succeeded (the echo turns run after the 202, server.concurrency = 4 at a time; the rest resume at the next start).`,
     'mapped path, template: /hooks/bench, a wake whose textTemplate reads a payload field, a header and {{now}}; mapped path, transform: /hooks/xform, a wake whose TypeScript transform returns { text }, run in the worker-thread pool (its bundle is the only one with a transform, so only this row carries the pool).',
-    'RSS idle: after the start and one GET, before the probe request; RSS peak: sampled every 200 ms during the measured run. hookgate keeps every run row in memory for the life of the process, so its peak grows with the requests it accepted.',
+    'RSS idle: after the start and one GET, before the probe request; RSS peak: sampled every 200 ms during the measured run (it includes the runs the server holds in memory, and garbage not yet collected).',
   ]
   return lines
 }
@@ -420,7 +419,7 @@ function printScale(s, opts) {
       fmtInt(r.rps), fmtRatio(ratio(r.rps, small.rps)), fmtMs(r.p50), fmtRatio(ratio(r.p50, small.p50)), fmtMs(r.p99), fmtRatio(ratio(r.p99, small.p99)),
       (r.unexpected ? '!! ' : '') + fmtInt(r.unexpected), fmtMiB(r.rssIdle), fmtMiB(r.rssPeak), fmtPct(r.serverCpu), fmtPct(r.loaderCpu), otherCell(r),
     ])),
-    `lookup check: req/s at ${fmtInt(s.lookup[s.lookup.length - 1].mappings)} mappings is ${(s.lookupCheck.rpsRatio * 100).toFixed(1)}% of req/s at ${fmtInt(small.mappings)} (p50 ${fmtRatio(s.lookupCheck.p50Ratio)}, p99 ${fmtRatio(s.lookupCheck.p99Ratio)}); bound: within ${LOOKUP_TOLERANCE * 100}% → ${s.lookupCheck.pass ? 'PASS' : 'FAIL'}${s.lookupCheck.noisy ? ` (one of the two rows is noisy: other CPU above ${NOISY_OTHER_CPU * 100}% of a core; run again on a quiet machine, or with --rounds 3)` : ''}`,
+    `lookup check: req/s at ${fmtInt(s.lookup[s.lookup.length - 1].mappings)} mappings is ${(s.lookupCheck.rpsRatio * 100).toFixed(1)}% of req/s at ${fmtInt(small.mappings)} (p50 ${fmtRatio(s.lookupCheck.p50Ratio)}, p99 ${fmtRatio(s.lookupCheck.p99Ratio)}); bound: within ${LOOKUP_TOLERANCE * 100}% → ${s.lookupCheck.pass ? 'PASS' : 'FAIL'}${s.lookupCheck.noisy ? ` (one of the two rows is noisy: other CPU above ${NOISY_OTHER_CPU * 100}% of a core; run again on a quiet machine${opts.rounds < 3 ? ', or with --rounds 3' : ''})` : ''}`,
     '',
     `== scale (b): payload size — POST /hooks/bench (server.maxBodyBytes ${PAYLOAD_MAX_BODY}) beside the bare server at the same size, ${opts.connections} connections, ${WARMUP_SECONDS} s warm-up + ${opts.duration} s ==`,
     table(['body', 'target', 'req/s', '×bare', 'p50 ms', 'p99 ms', '×bare', 'MiB/s', 'non-2xx', 'RSS peak MiB', 'srv CPU', 'ac CPU', 'other'], s.payload.flatMap((p) => [p.bare, p.hookgate].map((r) => [
