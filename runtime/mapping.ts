@@ -7,15 +7,8 @@ import type { BundleRoute, RenderContext, TransformInput, WakeMode } from './bun
 import { TransformFailed, TransformTimeout } from './transforms/pool.js'
 import { templateHelpers } from './template-helpers.js'
 
-export interface MappingInput {
-  payload: unknown
-  headers: Record<string, string>
-  query: Record<string, string>
-  /** the name under the base path */
-  path: string
-  /** ISO-8601 request time */
-  now: string
-}
+/** What a mapping sees of a request: exactly what its templates can read. */
+export type MappingInput = RenderContext
 
 export interface WakeAction {
   kind: 'wake'

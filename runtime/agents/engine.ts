@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleWorkflow, RenderContext } from '../bundle-format.js'
+import type { AgentAction } from '../mapping.js'
 import { RunStore, type RunRow } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
@@ -25,18 +26,10 @@ export interface Origin {
 
 export interface WakeInput extends Origin { agentId: string; text: string; mode: 'now' | 'next-heartbeat'; name: string | null }
 
-export interface AgentInput extends Origin {
+/** An agent action (from /agent or a mapping) once its agent and session key are settled. */
+export interface AgentInput extends Origin, Omit<AgentAction, 'kind' | 'agentId' | 'sessionKey'> {
   agentId: string
   sessionKey: string
-  message: string
-  name: string | null
-  wakeMode: 'now' | 'next-heartbeat'
-  deliver: boolean
-  channel: string
-  to: string | null
-  model: string | null
-  thinking: string | null
-  timeoutSeconds: number | null
 }
 
 export interface WorkflowInput extends Origin { agentId: string; workflow: string; name: string | null; context: RenderContext }
