@@ -69,6 +69,7 @@ export const DEFAULT_SERVER: ServerSettings = {
   trustedProxies: [],
   stateDir: '.hookgate',
   concurrency: 4,
+  maxPendingRuns: 10_000,
   idempotencyWindowMs: 86_400_000,
 }
 
@@ -205,6 +206,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     trustedProxies: checkTrustedProxies(s.trustedProxies ?? [], loaded, bag),
     stateDir: s.stateDir ?? DEFAULT_SERVER.stateDir,
     concurrency: s.concurrency ?? DEFAULT_SERVER.concurrency,
+    maxPendingRuns: s.maxPendingRuns ?? DEFAULT_SERVER.maxPendingRuns,
     idempotencyWindowMs: s.idempotencyWindowSeconds !== undefined ? Math.round(s.idempotencyWindowSeconds * 1000) : DEFAULT_SERVER.idempotencyWindowMs,
   }
 

@@ -157,6 +157,7 @@ export const ServerSchema = Type.Object({
   trustedProxies: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'addresses or CIDR ranges whose X-Forwarded-For is believed' })),
   stateDir: Type.Optional(Type.String({ minLength: 1, description: 'default .hookgate beside hooks.yaml' })),
   concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'isolated agent turns running at once, default 4' })),
+  maxPendingRuns: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'agent and workflow runs accepted but not finished; past it new ones get 503, default 10000' })),
   idempotencyWindowSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 30 * 86400, description: 'how long an Idempotency-Key is remembered, default 86400' })),
 }, closed)
 

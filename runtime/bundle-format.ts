@@ -83,6 +83,7 @@ export interface BundleConfig {
     trustedProxies: string[]
     stateDir: string
     concurrency: number
+    maxPendingRuns: number
     idempotencyWindowMs: number
   }
   agents: Array<{ id: string; default: boolean; model: string; fallbackModels: string[]; heartbeatSeconds: number | null; maxQueuedEvents: number; delivery: { channel: string; to: string | null } | null }>

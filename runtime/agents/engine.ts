@@ -87,6 +87,8 @@ export class Engine {
   private models: Models = builtinOnly
   private channels: ReadonlyMap<string, Deliverer> = new Map()
   private closed = false
+  /** agent and workflow runs accepted and not yet finished (the backlog the HTTP side bounds) */
+  private pendingRuns = 0
 
   private constructor(readonly stateDir: string, readonly runs: RunStore, private config: BundleConfig, private workflows: ReadonlyMap<string, BundleWorkflow>, private readonly fsync: boolean) {
     const path = join(stateDir, 'sessions', 'isolated.jsonl')
@@ -208,7 +210,17 @@ export class Engine {
 
   private async runAgent(row: RunRow, req: AgentRequest): Promise<void> {
     // At most `concurrency` isolated turns at once, and one at a time per session key.
-    await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => this.agentTurn(row, req)))
+    this.pendingRuns++
+    try {
+      await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => this.agentTurn(row, req)))
+    } finally {
+      this.pendingRuns--
+    }
+  }
+
+  /** Accepted agent and workflow runs that have not finished yet. */
+  get backlog(): number {
+    return this.pendingRuns
   }
 
   private async agentTurn(row: RunRow, req: AgentRequest): Promise<void> {
@@ -270,6 +282,15 @@ export class Engine {
   }
 
   private async runWorkflow(row: RunRow, req: WorkflowRequest): Promise<void> {
+    this.pendingRuns++
+    try {
+      await this.workflowSteps(row, req)
+    } finally {
+      this.pendingRuns--
+    }
+  }
+
+  private async workflowSteps(row: RunRow, req: WorkflowRequest): Promise<void> {
     await this.runs.transition(row.id, 'running')
     const wf = this.workflows.get(req.workflow)
     if (!wf) {

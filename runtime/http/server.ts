@@ -164,6 +164,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     return reply.send()
   }
   if (name === 'agent') {
+    refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
     const a = parseAgentRequest(payload)
     const agentId = resolveAgentId(a.agentId, config)
     const sessionKey = resolveRequestSessionKey(a.sessionKey, config)
@@ -202,6 +203,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     await deps.engine.submitWake({ ...origin, agentId, text: action.text, mode: action.mode, name: null }, reply)
     return reply.send()
   }
+  refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
   if (action.kind === 'workflow') {
     const reply = answer(202, (runId) => ({ action: 'workflow', runId, correlationId }))
     // Stored with the run to render its steps later: secret headers never reach the disk.
@@ -215,6 +217,13 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
   await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey }, reply)
   return reply.send()
+}
+
+/** Backpressure: accepted runs are kept until they finish, so past a bound new ones must wait. */
+function refuseWhenBacklogged(engine: Engine, limit: number | undefined): void {
+  if (engine.backlog >= (limit ?? 10_000)) {
+    throw new HttpError(503, 'too_many_pending_runs', `${engine.backlog} accepted runs are still waiting to run; try again shortly`, { 'retry-after': '5' })
+  }
 }
 
 function decodeName(raw: string): string {
