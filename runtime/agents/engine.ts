@@ -66,7 +66,10 @@ function rowFields(extra: RowExtra): RowExtra {
 /** What a wake's run row keeps of its event. */
 interface WakeEvent { text: string; external: boolean; source: string }
 
-type IsolatedRecord = { type: 'isolated'; runId: string; sessionKey: string; at: string; prompt: string; reply: string }
+type IsolatedRecord =
+  | { type: 'isolated'; runId: string; sessionKey: string; at: string; prompt: string; reply: string }
+  /** the reply reached its channel: a run resumed after a crash does not send it twice */
+  | { type: 'delivered'; runId: string; at: string; note: string }
 type AgentRequest = Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'>
 type WorkflowRequest = Omit<WorkflowInput, 'definitionKind' | 'definitionId' | 'correlationId'>
 
@@ -82,6 +85,7 @@ export class Engine {
   private readonly inFlight = new Set<Promise<unknown>>()
   private readonly isolated: Journal<IsolatedRecord>
   private readonly replies = new Map<string, string>()
+  private readonly deliveredNotes = new Map<string, string>()
   private readonly slots: Semaphore
   private readonly sessionLocks = new KeyedLock()
   private models: Models = builtinOnly
@@ -93,7 +97,10 @@ export class Engine {
   private constructor(readonly stateDir: string, readonly runs: RunStore, private config: BundleConfig, private workflows: ReadonlyMap<string, BundleWorkflow>, private readonly fsync: boolean) {
     const path = join(stateDir, 'sessions', 'isolated.jsonl')
     // Replies already on disk: a run resumed after a crash delivers these instead of asking again.
-    for (const r of Journal.read<IsolatedRecord>(path).records) if (r.type === 'isolated') this.replies.set(r.runId, r.reply)
+    for (const r of Journal.read<IsolatedRecord>(path).records) {
+      if (r.type === 'isolated') this.replies.set(r.runId, r.reply)
+      else if (r.type === 'delivered') this.deliveredNotes.set(r.runId, r.note)
+    }
     this.isolated = Journal.open<IsolatedRecord>(path, { fsync })
     this.slots = new Semaphore(config.server.concurrency ?? 4)
   }
@@ -236,25 +243,29 @@ export class Engine {
       }
     } catch (err) {
       const status = err instanceof TurnTimeout ? 'timed_out' : 'failed'
-      await this.runs.transition(row.id, status, { error: (err as Error).message })
+      // The main session hears of it before the run is final, so a crash in between repeats
+      // neither: the summary is not queued twice and the run resumes to its final state.
       await this.summarise(row, req, `${status.replace('_', ' ')}: ${(err as Error).message}`)
+      await this.runs.transition(row.id, status, { error: (err as Error).message })
       return
     }
-    let note = ''
-    if (req.deliver) {
+    let note = this.deliveredNotes.get(row.id) ?? ''
+    if (req.deliver && !this.deliveredNotes.has(row.id)) {
       const delivered = await this.deliverReply(row, req, reply)
       if ('error' in delivered) {
         // The reply exists but did not reach anyone: that is a failed run, never a silent success.
-        await this.runs.transition(row.id, 'failed', { error: delivered.error, result: reply.slice(0, 500), attempts: delivered.attempts })
         await this.summarise(row, req, `finished, but ${delivered.error}`)
+        await this.runs.transition(row.id, 'failed', { error: delivered.error, result: reply.slice(0, 500), attempts: delivered.attempts })
         this.replies.delete(row.id)
         return
       }
       note = delivered.note
+      await this.isolated.append({ type: 'delivered', runId: row.id, at: new Date().toISOString(), note })
     }
-    await this.runs.transition(row.id, 'succeeded', { result: `${reply.slice(0, 480)}${note}`.slice(0, 500) })
     await this.summarise(row, req, `finished: ${reply.slice(0, 500)}`)
+    await this.runs.transition(row.id, 'succeeded', { result: `${reply.slice(0, 480)}${note}`.slice(0, 500) })
     this.replies.delete(row.id)
+    this.deliveredNotes.delete(row.id)
   }
 
   private async deliverReply(row: RunRow, req: AgentRequest, text: string): Promise<{ note: string } | { error: string; attempts: number }> {
@@ -277,6 +288,7 @@ export class Engine {
   /** The main session hears how an isolated run went (untrusted: it quotes the hook's output). */
   private async summarise(row: RunRow, req: AgentRequest, what: string): Promise<void> {
     const label = req.name ?? row.definitionId
+    if (this.session(req.agentId).knownAtStart.has(`summary:${row.id}`)) return // queued before a crash
     await this.queueEvent(req.agentId, { id: `summary:${row.id}`, runId: '', text: `Hook "${label}" (run ${row.id}) ${what}`, external: true, source: req.source })
     if (req.wakeMode === 'now') this.track(this.session(req.agentId).heartbeat())
   }

@@ -24,6 +24,8 @@ export class MainSession {
   readonly pending: SessionEvent[] = []
   /** events a turn already read, as found on disk at start (to settle wakes a crash left open) */
   readonly consumedAtStart = new Set<string>()
+  /** every event id the journal held at start, read or not (to queue a summary only once) */
+  readonly knownAtStart = new Set<string>()
   lastRoute: Route | null = null
   maxQueued = 1000
   /** the queue's bound in bytes of event text as well as in events: big payloads fill it sooner */
@@ -40,6 +42,7 @@ export class MainSession {
     const s = new MainSession(agentId, Journal.open<SessionRecord>(path, options), runner)
     for (const r of records) {
       if (r.type === 'turn') for (const id of r.events) s.consumedAtStart.add(id)
+      else if (r.type === 'event') s.knownAtStart.add(r.id)
       else if (r.type === 'route') s.lastRoute = { channel: r.channel, to: r.to }
     }
     for (const r of records) if (r.type === 'event' && !s.consumedAtStart.has(r.id)) s.enqueue(r)
