@@ -130,7 +130,8 @@ term('a request in flight finishes with its normal answer, new connections are r
     await server.line('SIGTERM')
     // the listener closes right after that line is printed: from then on a new connection is refused
     await until('a new connection to be refused', () => RawClient.open(server.port).then((c) => { c.destroy(); return undefined }, (err: NodeJS.ErrnoException) => err.code), 2000, 20)
-      .then((code) => assert.is(code, 'ECONNREFUSED'))
+      // Refused either way: a connect racing the listener's close can be reset instead of refused.
+      .then((code) => assert.ok(code === 'ECONNREFUSED' || code === 'ECONNRESET', `a new connection was not refused: ${code}`))
     assert.is(server.child.exitCode, null, 'the process exited before the request in flight finished')
     // the rest of the body, still within the body timeout
     await slow.write(body.slice(12))
