@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
-import { RunStore, type RunRow } from '../store/runs.js'
+import { RunStore, type NewRun, type RunRow } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { templateHelpers } from '../template-helpers.js'
@@ -83,6 +83,8 @@ export class TurnTimeout extends Error {}
 export class Engine {
   private readonly sessions = new Map<string, MainSession>()
   private readonly inFlight = new Set<Promise<unknown>>()
+  /** the promises behind inFlight, so one is tracked once however often it is handed over */
+  private readonly watched = new Set<Promise<unknown>>()
   private readonly isolated: Journal<IsolatedRecord>
   private readonly replies = new Map<string, string>()
   private readonly deliveredNotes = new Map<string, string>()
@@ -134,8 +136,8 @@ export class Engine {
           { role: 'system', content: `Heartbeat for agent ${id}: the system events queued since the last turn follow.` },
           { role: 'user', content: prompt },
         ], null, DEFAULT_TURN_TIMEOUT_SECONDS).then((r) => r.text),
-        // In parallel: the store's group commit turns a thousand settlements into one fdatasync.
-        settleWakes: async (runIds, error) => { await Promise.all(runIds.map((id) => this.finishWake(id, error))) },
+        // One record for all the wakes a turn read, however many.
+        settleWakes: (runIds, error) => this.runs.settle(runIds, error ? 'failed' : 'succeeded', error ? { error } : {}),
       }, { fsync: this.fsync })
       const agent = this.config.agents.find((a) => a.id === agentId)
       if (agent) s.maxQueued = agent.maxQueuedEvents ?? 1000
@@ -151,9 +153,15 @@ export class Engine {
    */
   async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
     const event: WakeEvent = { text: input.text, external: input.external, source: input.source }
-    const row = await this.runs.create({ id: randomUUID(), ...rowFields(extra), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request: event })
-    await this.settleDropped(this.session(input.agentId).enqueue({ id: `event:${row.id}`, runId: row.id, at: row.createdAt, ...event }))
-    if (input.mode === 'now') this.track(this.session(input.agentId).heartbeat())
+    const run: NewRun = { id: extra.id ?? randomUUID(), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, request: event }
+    if (input.name) run.name = input.name
+    if (extra.idempotency) run.idempotency = extra.idempotency
+    if (extra.response) run.response = extra.response
+    const row = await this.runs.create(run)
+    const session = this.session(input.agentId)
+    const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })
+    if (dropped.length > 0) await this.settleDropped(dropped)
+    if (input.mode === 'now') this.track(session.heartbeat())
     return row
   }
 
@@ -189,7 +197,7 @@ export class Engine {
         const eventId = `event:${row.id}`
         const event = row.request as Partial<WakeEvent> | undefined
         if (session.consumedAtStart.has(eventId)) this.track(this.finishWake(row.id))
-        else if (typeof event?.text === 'string') this.track(this.settleDropped(session.enqueue({ id: eventId, runId: row.id, at: row.createdAt, text: event.text, external: event.external !== false, source: event.source ?? 'hook' })))
+        else if (typeof event?.text === 'string') this.track(this.settleDropped(session.enqueue({ type: 'event', id: eventId, runId: row.id, at: row.createdAt, text: event.text, external: event.external !== false, source: event.source ?? 'hook' })))
         else this.track(this.finishWake(row.id, 'interrupted before its event was stored; the request was not answered'))
         continue
       }
@@ -206,7 +214,7 @@ export class Engine {
   }
 
   private async settleDropped(runIds: string[]): Promise<void> {
-    await Promise.all(runIds.map((runId) => this.finishWake(runId, 'dropped: the main session queue was full')))
+    if (runIds.length > 0) await this.runs.settle(runIds, 'failed', { error: 'dropped: the main session queue was full' })
   }
 
   async finishWake(runId: string, error?: string): Promise<void> {
@@ -365,9 +373,12 @@ export class Engine {
   }
 
   private track(p: Promise<unknown>): void {
+    // A coalesced heartbeat hands every wake the same promise: watch it once.
+    if (this.watched.has(p)) return
+    this.watched.add(p)
     const tracked = p.catch((err: Error) => {
       if (!this.closed) process.stderr.write(JSON.stringify({ level: 'error', msg: 'background run failed', error: err.message }) + '\n')
-    }).finally(() => this.inFlight.delete(tracked))
+    }).finally(() => { this.inFlight.delete(tracked); this.watched.delete(p) })
     this.inFlight.add(tracked)
   }
 

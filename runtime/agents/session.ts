@@ -70,8 +70,8 @@ export class MainSession {
   }
 
   /** Queues an event already durable elsewhere (a wake's run row). Returns the run ids the bound pushed out. */
-  enqueue(event: Omit<SessionEvent, 'type'>): string[] {
-    this.pending.push({ type: 'event', ...event })
+  enqueue(event: SessionEvent): string[] {
+    this.pending.push(event)
     this.pendingBytes += event.text.length
     const dropped: string[] = []
     while (this.pending.length > this.maxQueued || (this.pendingBytes > this.maxQueuedBytes && this.pending.length > 1)) {

@@ -13,14 +13,14 @@ import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
 import { applyMapping, selectRoute, type TransformRunner } from '../mapping.js'
 import { isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
-import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, tokenMatches } from './auth.js'
+import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { parseBody, readBody } from './body.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveRequestSessionKey } from './requests.js'
 
 /** Everything a request needs, swapped as one object on reload. */
 export interface Serving {
   bundle: LoadedBundle
-  tokenDigest: Buffer
+  token: TokenCheck
   trusted: AddressMatcher
   /** runs transforms in worker threads; null when the bundle has none */
   transforms: TransformRunner | null
@@ -67,7 +67,11 @@ export function createHandler(given: HandlerDeps) {
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q)
     const notes: RequestNotes = {}
     const done = (status: number, code?: string) => {
-      deps.log({ method: req.method ?? '?', path: path.slice(0, 512), status, ms: Math.round((performance.now() - started) * 100) / 100, client, ...(notes.runId ? { runId: notes.runId } : {}), ...(code ? { code } : {}), ...(notes.body !== undefined ? { body: notes.body } : {}) })
+      const entry: RequestLog = { method: req.method ?? '?', path: path.length > 512 ? path.slice(0, 512) : path, status, ms: Math.round((performance.now() - started) * 100) / 100, client }
+      if (notes.runId) entry.runId = notes.runId
+      if (code) entry.code = code
+      if (notes.body !== undefined) entry.body = notes.body
+      deps.log(entry)
     }
     const fail = (err: unknown) => {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal_error', 'the request could not be handled')
@@ -94,13 +98,13 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
     return 200
   }
   if (path !== base && !path.startsWith(base + '/')) throw new HttpError(404, 'not_found', `nothing is served at ${path.slice(0, 200)}`)
-  const params = new URLSearchParams(query)
+  const params = query === '' ? NO_PARAMS : new URLSearchParams(query)
   if (params.has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
   if (req.method !== 'POST') throw new HttpError(405, 'method_not_allowed', 'only POST is accepted here', { allow: 'POST' })
 
   // Auth before a single body byte is read.
   const now = Date.now()
-  if (tokenMatches(presentedToken(req.headers), serving.tokenDigest)) {
+  if (serving.token.matches(presentedToken(req.headers))) {
     deps.limiter.succeed(client)
   } else {
     const locked = deps.limiter.retryAfter(client, now) || deps.limiter.fail(client, now)
@@ -135,8 +139,8 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
       const response = { status, body: { ok: true, ...body(id) } }
       return {
         id,
-        response,
-        ...(idem ? { idempotency: { key: key as string, fingerprint: idem.fingerprint } } : {}),
+        // only a run started with an Idempotency-Key keeps its answer, to replay it after a restart
+        ...(idem ? { response, idempotency: { key: key as string, fingerprint: idem.fingerprint } } : {}),
         send() {
           setRunId(id)
           stored = response
@@ -226,14 +230,19 @@ function refuseWhenBacklogged(engine: Engine, limit: number | undefined): void {
   }
 }
 
+/** Read only: a request without a query string shares this one. */
+const NO_PARAMS = new URLSearchParams()
+
 function decodeName(raw: string): string {
-  let name: string
-  try {
-    name = decodeURIComponent(raw)
-  } catch {
-    throw new HttpError(404, 'no_mapping', 'the path is not valid percent-encoding')
+  let name = raw
+  if (raw.includes('%')) {
+    try {
+      name = decodeURIComponent(raw)
+    } catch {
+      throw new HttpError(404, 'no_mapping', 'the path is not valid percent-encoding')
+    }
   }
-  return name.replace(/\/+$/, '')
+  return name.endsWith('/') ? name.replace(/\/+$/, '') : name
 }
 
 /** The largest limit among the routes on a name: the route is chosen only once the body is parsed. */

@@ -48,6 +48,10 @@ export interface RunRow {
 export type RunRecord =
   | { type: 'run'; row: RunRow }
   | { type: 'status'; id: string; status: RunStatus; at: string; error?: string; result?: string; attempts?: number }
+  /** many runs finished alike at once (the wakes one heartbeat turn read): one line, not one per run */
+  | { type: 'settled'; ids: string[]; status: RunStatus; at: string; error?: string }
+
+type StatusRecord = Extract<RunRecord, { type: 'status' }>
 
 /** startedAt and finishedAt default to the creation time when the run starts out running or finished */
 export type NewRun = Omit<RunRow, 'status' | 'createdAt' | 'updatedAt'> & { status?: RunStatus }
@@ -112,7 +116,8 @@ export class RunStore {
   /** insertion order is creation order, so reversed it is newest first */
   private readonly rows = new Map<string, RunRow>()
   private retainFinished = DEFAULT_RETAIN_FINISHED
-  private finishedSinceTrim = 0
+  /** finished rows in `rows` (the ones trim() may forget) */
+  private finished = 0
   /** per run, the last write in flight: writes for one run are applied one after another */
   private readonly inFlight = new Map<string, Promise<unknown>>()
   private closing: Promise<void> | null = null
@@ -131,7 +136,11 @@ export class RunStore {
     store.retainFinished = options.retainFinished ?? DEFAULT_RETAIN_FINISHED
     const read = Journal.read<unknown>(journal.path)
     const ignored = fold(read.records, store.rows)
-    for (const [id, row] of store.rows) if (FINAL.has(row.status)) store.rows.set(id, withoutRequest(row))
+    for (const [id, row] of store.rows) {
+      if (!FINAL.has(row.status)) continue
+      store.rows.set(id, withoutRequest(row))
+      store.finished++
+    }
     store.recovery.repairedBytes = journal.repairedBytes
     store.recovery.unreadable = read.corrupt + read.torn + ignored
     return store
@@ -147,11 +156,60 @@ export class RunStore {
     } catch (err) {
       return Promise.reject(err)
     }
-    return this.serialise(row.id, async () => {
-      await this.journal.append({ type: 'run', row })
-      this.rows.set(row.id, row)
+    // A new id has no write before it to wait for: the hot path skips serialise's chaining.
+    const id = row.id
+    const written = this.journal.append({ type: 'run', row }).then(() => {
+      this.rows.set(id, row)
+      if (FINAL.has(row.status)) this.countFinished(1)
       return row
     })
+    this.inFlight.set(id, written)
+    const done = (): void => { if (this.inFlight.get(id) === written) this.inFlight.delete(id) }
+    written.then(done, done)
+    return written
+  }
+
+  /**
+   * Finishes many runs alike with one record (the wakes one heartbeat turn read). Runs that are
+   * unknown or already finished are left as they are; a run with a write in flight is moved by its
+   * own transition after that write. Resolves once every change is on disk.
+   */
+  async settle(ids: readonly string[], status: RunStatus, extra: { error?: string } = {}): Promise<void> {
+    if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
+    if (!FINAL.has(status)) throw new RunStoreError('invalid_run', `settle takes a final status, not "${String(status)}"`)
+    const now: string[] = []
+    const later: Promise<unknown>[] = []
+    for (const id of ids) {
+      const row = this.rows.get(id)
+      const pending = this.inFlight.get(id)
+      if (pending) {
+        // after that write, on its own: left alone if it finished the run meanwhile
+        const after = (): Promise<unknown> | undefined => {
+          const r = this.rows.get(id)
+          if (r && NEXT[r.status].includes(status)) return this.transition(id, status, extra).catch((err) => { if (!(err instanceof RunStoreError && err.code === 'illegal_transition')) throw err })
+          return undefined
+        }
+        later.push(pending.then(after, after))
+      } else if (row && NEXT[row.status].includes(status)) {
+        now.push(id)
+      }
+    }
+    if (now.length > 0) {
+      const record: Extract<RunRecord, { type: 'settled' }> = { type: 'settled', ids: now, status, at: this.now().toISOString(), ...cleanExtra(extra) }
+      const written = this.journal.append(record).then(() => {
+        let n = 0
+        for (const id of now) {
+          const row = this.rows.get(id)
+          if (row) { this.rows.set(id, applyStatus(row, record, true)); n++ }
+        }
+        this.countFinished(n)
+      })
+      for (const id of now) this.inFlight.set(id, written)
+      const done = (): void => { for (const id of now) if (this.inFlight.get(id) === written) this.inFlight.delete(id) }
+      written.then(done, done)
+      later.push(written)
+    }
+    await Promise.all(later)
   }
 
   /** Moves a run to `status`; resolves with the new row once the change is on disk. Illegal moves reject. */
@@ -166,12 +224,16 @@ export class RunStore {
           ? `run ${id} already finished as ${row.status} and cannot become ${status}`
           : `run ${id} cannot go from ${row.status} to ${status}`)
       }
-      const record: RunRecord = { type: 'status', id, status, at: this.now().toISOString(), ...cleanExtra(extra) }
+      const record: StatusRecord = { type: 'status', id, status, at: this.now().toISOString(), ...cleanExtra(extra) }
       await this.journal.append(record)
       const next = applyStatus(row, record)
       // A finished run is never run again: its request stays on disk, not in memory.
-      this.rows.set(id, FINAL.has(status) ? withoutRequest(next) : next)
-      if (FINAL.has(status) && ++this.finishedSinceTrim >= 256) this.trim()
+      if (FINAL.has(status)) {
+        this.rows.set(id, withoutRequest(next))
+        this.countFinished(1)
+      } else {
+        this.rows.set(id, next)
+      }
       return next
     })
   }
@@ -181,16 +243,19 @@ export class RunStore {
    * `hookgate runs` reads them); runs that are not finished are always kept.
    */
   trim(): void {
-    this.finishedSinceTrim = 0
-    let finished = 0
-    for (const row of this.rows.values()) if (FINAL.has(row.status)) finished++
     for (const [id, row] of this.rows) {
-      if (finished <= this.retainFinished) break
+      if (this.finished <= this.retainFinished) break
       if (FINAL.has(row.status) && !this.inFlight.has(id)) {
         this.rows.delete(id)
-        finished--
+        this.finished--
       }
     }
+  }
+
+  /** Counts newly finished rows; trims once 256 past the bound, so the walk is paid rarely. */
+  private countFinished(n: number): void {
+    this.finished += n
+    if (this.finished >= this.retainFinished + 256) this.trim()
   }
 
   get(id: string): RunRow | undefined {
@@ -253,22 +318,34 @@ export class RunStore {
     const status = input.status ?? 'queued'
     if (!STATUSES.has(status)) throw new RunStoreError('invalid_run', `unknown run status "${String(status)}"`)
     const at = this.now().toISOString()
-    const candidate: RunRow = {
-      ...input,
-      ...cleanExtra(input),
-      status,
-      createdAt: at,
-      updatedAt: at,
-      ...(status === 'queued' ? {} : { startedAt: input.startedAt ?? at }),
-      ...(FINAL.has(status) ? { finishedAt: input.finishedAt ?? at } : {}),
+    // Field by field, in the documented order: no spread copies on the hot path.
+    const row: RunRow = { id: input.id, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: input.action, status, createdAt: at, updatedAt: at }
+    if (status !== 'queued') row.startedAt = input.startedAt ?? at
+    if (FINAL.has(status)) row.finishedAt = input.finishedAt ?? at
+    for (const key of OPTIONAL_STRINGS) {
+      const v = input[key]
+      if (v === undefined) continue
+      if (typeof v !== 'string') throw new RunStoreError('invalid_run', `run ${input.id}: ${key} must be a string`)
+      row[key] = v
     }
-    // What is in memory must equal what a restart folds back from the file: rows hold plain JSON
-    // data, checked here without a copy (a per-request JSON round trip showed in the profile).
-    const problem = notPlainJson(candidate, 0)
-    if (problem) throw new RunStoreError('invalid_run', `run ${input.id} cannot be stored as JSON: ${problem}`)
-    return Object.freeze(candidate)
+    const extra = cleanExtra(input)
+    if (extra.error !== undefined) row.error = extra.error
+    if (extra.result !== undefined) row.result = extra.result
+    if (extra.attempts !== undefined) row.attempts = extra.attempts
+    // What is in memory must equal what a restart folds back from the file: the data-carrying
+    // fields hold plain JSON, checked here without a copy (a JSON round trip showed in the profile).
+    for (const key of ['request', 'idempotency', 'response'] as const) {
+      const v = input[key]
+      if (v === undefined) continue
+      const problem = notPlainJson(v, 0)
+      if (problem) throw new RunStoreError('invalid_run', `run ${input.id} cannot be stored as JSON: ${problem}`)
+      ;(row as unknown as Record<string, unknown>)[key] = v
+    }
+    return Object.freeze(row)
   }
 }
+
+const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
 
 function withoutRequest(row: RunRow): RunRow {
   if (row.request === undefined) return row
@@ -309,6 +386,11 @@ function fold(records: unknown[], rows: Map<string, RunRow>): number {
       const row = rows.get(record.id)
       if (row) rows.set(record.id, applyStatus(row, record))
       else ignored += 1
+    } else if (isSettledRecord(record)) {
+      for (const id of record.ids) {
+        const row = typeof id === 'string' ? rows.get(id) : undefined
+        if (row) rows.set(id, applyStatus(row, record))
+      }
     } else {
       ignored += 1
     }
@@ -316,13 +398,21 @@ function fold(records: unknown[], rows: Map<string, RunRow>): number {
   return ignored
 }
 
-function applyStatus(row: RunRow, record: Extract<RunRecord, { type: 'status' }>): RunRow {
-  const next: RunRow = { ...row, status: record.status, updatedAt: record.at }
+/** The row after `record`; `dropRequest`: without its request (a finished run in memory), in the same copy. */
+function applyStatus(row: RunRow, record: StatusRecord | Extract<RunRecord, { type: 'settled' }>, dropRequest = false): RunRow {
+  // one copy either way (a delete would slow every later read of the row)
+  const { request, ...rest } = row
+  const next: RunRow = rest
+  if (request !== undefined && !dropRequest) next.request = request
+  next.status = record.status
+  next.updatedAt = record.at
   if (record.status === 'running') next.startedAt = record.at
   if (FINAL.has(record.status)) next.finishedAt = record.at
   if (record.error !== undefined) next.error = record.error
-  if (record.result !== undefined) next.result = record.result
-  if (record.attempts !== undefined) next.attempts = record.attempts
+  if (record.type === 'status') {
+    if (record.result !== undefined) next.result = record.result
+    if (record.attempts !== undefined) next.attempts = record.attempts
+  }
   return Object.freeze(next)
 }
 
@@ -334,8 +424,12 @@ function isRunRecord(value: unknown): value is Extract<RunRecord, { type: 'run' 
     && KINDS.has(row.definitionKind as string) && ACTIONS.has(row.action as string) && STATUSES.has(row.status as string)
 }
 
-function isStatusRecord(value: unknown): value is Extract<RunRecord, { type: 'status' }> {
+function isStatusRecord(value: unknown): value is StatusRecord {
   return isObject(value) && value.type === 'status' && typeof value.id === 'string' && typeof value.at === 'string' && STATUSES.has(value.status as string)
+}
+
+function isSettledRecord(value: unknown): value is Extract<RunRecord, { type: 'settled' }> {
+  return isObject(value) && value.type === 'settled' && Array.isArray(value.ids) && typeof value.at === 'string' && FINAL.has(value.status as RunStatus)
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -1,6 +1,6 @@
 // The benchmark suite behind `npm run bench`, run by hand (not part of `npm test`):
 //
-//   node test/bench/run.mjs [--mode compare|scale|all] [--duration 10] [--connections 50] [--rounds 1] [--json]
+//   node test/bench/run.mjs [--mode compare|scale|all] [--duration 10] [--connections 50] [--rounds 1] [--only bare,wake] [--json]
 //
 // compare (default): in one run, one target after another, each on a fresh server child (and a
 //   fresh --state dir) with 2 s of warm-up: the bare node:http floor (read the body, JSON.parse,
@@ -33,7 +33,9 @@ import {
   settleDisk, startServer, stopServer, table,
 } from './lib.mjs'
 
-const USAGE = 'usage: node test/bench/run.mjs [--mode compare|scale|all] [--duration S] [--connections N] [--rounds R] [--json]'
+const USAGE = 'usage: node test/bench/run.mjs [--mode compare|scale|all] [--duration S] [--connections N] [--rounds R] [--only bare,wake,…] [--json]'
+/** the compare rows, in order; `--only` picks some of them (the bare row always runs) */
+const COMPARE_KEYS = ['bare', 'wake', 'template', 'transform', 'agent', 'auth']
 const NAME = 'bench'
 
 const LOOKUP_COUNTS = [10, 1000, 10_000]
@@ -58,6 +60,7 @@ function readOptions() {
         connections: { type: 'string', default: '50' },
         duration: { type: 'string', default: '10' },
         rounds: { type: 'string', default: '1' },
+        only: { type: 'string', default: '' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -82,7 +85,14 @@ function readOptions() {
     }
     return n
   }
-  return { mode: values.mode, connections: int('connections', 1, 1000), duration: int('duration', 1, 600), rounds: int('rounds', 1, 5), json: values.json }
+  const only = values.only ? values.only.split(',').map((k) => k.trim()).filter(Boolean) : []
+  const unknown = only.filter((k) => !COMPARE_KEYS.includes(k))
+  if (unknown.length) {
+    process.stderr.write(`${NAME}: --only takes compare rows from ${COMPARE_KEYS.join(', ')}, not "${unknown.join(', ')}"\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (only.length && !only.includes('bare')) only.unshift('bare') // every ratio is to the bare server
+  return { mode: values.mode, connections: int('connections', 1, 1000), duration: int('duration', 1, 600), rounds: int('rounds', 1, 5), only, json: values.json }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,7 +293,7 @@ async function compareMode(ctx) {
     { key: 'auth', label: '401/429 traffic (lock-out)', path: '/hooks/wake', headers: wrong, body, expected: [401, 429], start },
   ]
   const rows = []
-  for (const t of targets) rows.push(await measureRow(ctx, t))
+  for (const t of targets) if (!ctx.opts.only.length || ctx.opts.only.includes(t.key)) rows.push(await measureRow(ctx, t))
   const base = rows.find((r) => r.key === 'bare')
   for (const r of rows) {
     r.vsBare = {
@@ -313,8 +323,8 @@ function printCompare(c, opts) {
     table(['target', 'req/s', '×bare', 'p50 ms', '×bare', 'p99 ms', '×bare', 'non-2xx', 'RSS idle MiB', '×bare', 'RSS peak MiB', '×bare', 'srv CPU', 'ac CPU', 'other'], rows),
     '',
     'non-2xx: answers outside the row\'s expected statuses, plus connection errors and timeouts (expected: 200; 202 for the agent call; 401 and 429 for the 401/429 row).',
-    `401/429 traffic: a wrong Bearer token from 127.0.0.1 to /hooks/wake with the default lock-out (20 failures, then 429 for 60 s): ${fmtInt(auth.statusCodes[401] ?? 0)} × 401, ${fmtInt(auth.statusCodes[429] ?? 0)} × 429 in the measured run; to a request asking for keep-alive the server answered "connection: ${auth.probeConnection ?? '(none)'}"${auth.probeConnection === 'close' ? ', so every one of these requests opens a new connection' : ' (the connection is kept)'}.`,
-    `agent call: ${fmtInt(agent.expectedCount)} × 202 in the measured run; at the stop (1 s grace) runs.jsonl held ${fmtInt(agent.disk?.rows)} runs, ${fmtInt(agent.disk?.succeeded)} succeeded (the echo turns run after the 202, server.concurrency = 4 at a time; the rest resume at the next start).`,
+    ...(auth ? [`401/429 traffic: a wrong Bearer token from 127.0.0.1 to /hooks/wake with the default lock-out (20 failures, then 429 for 60 s): ${fmtInt(auth.statusCodes[401] ?? 0)} × 401, ${fmtInt(auth.statusCodes[429] ?? 0)} × 429 in the measured run; to a request asking for keep-alive the server answered "connection: ${auth.probeConnection ?? '(none)'}"${auth.probeConnection === 'close' ? ', so every one of these requests opens a new connection' : ' (the connection is kept)'}.`] : []),
+    ...(agent ? [`agent call: ${fmtInt(agent.expectedCount)} × 202 in the measured run; at the stop (1 s grace) runs.jsonl held ${fmtInt(agent.disk?.rows)} runs, ${fmtInt(agent.disk?.succeeded)} succeeded (the echo turns run after the 202, server.concurrency = 4 at a time; the rest resume at the next start).`] : []),
     'mapped path, template: /hooks/bench, a wake whose textTemplate reads a payload field, a header and {{now}}; mapped path, transform: /hooks/xform, a wake whose TypeScript transform returns { text }, run in the worker-thread pool (its bundle is the only one with a transform, so only this row carries the pool).',
     'RSS idle: after the start and one GET, before the probe request; RSS peak: sampled every 200 ms during the measured run (it includes the runs the server holds in memory, and garbage not yet collected).',
   ]

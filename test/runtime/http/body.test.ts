@@ -320,6 +320,19 @@ types('a body that is not valid UTF-8 is 400', async ({ h }) => {
   assertError(await send(h.origin, '/hooks/wake', { token: TOKEN, body, headers: { 'content-type': 'application/json' } }), 400, 'invalid_utf8')
 })
 
+types('a UTF-8 byte order mark before the JSON is not content: the body parses', async ({ h }) => {
+  const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ text: 'bom first', mode: 'next-heartbeat' }))])
+  const woke = assertOk(await send(h.origin, '/hooks/wake', { token: TOKEN, body, headers: { 'content-type': 'application/json' } }), 200, WAKE_KEYS)
+  assert.is(wakeEventText(h.stateDir, woke.runId), 'bom first')
+})
+
+types('a body of only whitespace is the payload {} (and a JSON text of 600 nested arrays is refused as too deep)', async ({ h }) => {
+  const wake = await send(h.origin, '/hooks/form-wake', { token: TOKEN, body: ' \n\t ', headers: { 'content-type': 'application/json' } })
+  assert.is(wakeEventText(h.stateDir, assertOk(wake, 200, WAKE_KEYS).runId), 'form text= n= all={}')
+  const deep = '['.repeat(600) + ']'.repeat(600)
+  assertError(await send(h.origin, '/hooks/big', { token: TOKEN, body: deep, headers: { 'content-type': 'application/json' } }), 400, 'invalid_json')
+})
+
 types('an empty body on /hooks/wake is 400: text is required', async ({ h }) => {
   assertError(await send(h.origin, '/hooks/wake', { token: TOKEN, headers: { 'content-type': 'application/json', 'content-length': '0' } }), 400, 'invalid_payload')
 })

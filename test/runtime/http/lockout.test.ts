@@ -8,7 +8,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { loadBundle } from '../../../runtime/bundle.js'
 import { Engine } from '../../../runtime/agents/engine.js'
-import { AddressMatcher, AuthLimiter, tokenDigest } from '../../../runtime/http/auth.js'
+import { AddressMatcher, AuthLimiter, TokenCheck, tokenDigest } from '../../../runtime/http/auth.js'
 import { createHandler } from '../../../runtime/http/server.js'
 import { assertError, assertOk, compileProject, send, serve, setTestToken, sleep, type Harness, type Reply } from './harness.js'
 
@@ -178,7 +178,7 @@ held.before(async (ctx) => {
   const bundle = await loadBundle(project.outDir)
   ctx.limiter = new AuthLimiter(bundle.config.server.authFailures)
   ctx.engine = Engine.open(project.stateDir, bundle.config, bundle.workflows, { fsync: false })
-  const serving = { bundle, tokenDigest: tokenDigest(TOKEN), trusted: new AddressMatcher(bundle.config.server.trustedProxies), transforms: null }
+  const serving = { bundle, token: new TokenCheck(tokenDigest(TOKEN)), trusted: new AddressMatcher(bundle.config.server.trustedProxies), transforms: null }
   ctx.server = createServer(createHandler({ current: () => serving, limiter: ctx.limiter, engine: ctx.engine, startedAt: Date.now(), log: () => {} }))
   await new Promise<void>((resolve) => ctx.server.listen(0, '127.0.0.1', resolve))
   ctx.origin = `http://127.0.0.1:${(ctx.server.address() as AddressInfo).port}`

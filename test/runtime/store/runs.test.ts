@@ -298,3 +298,76 @@ readRows('reads a state directory without a history as empty and creates nothing
 })
 
 readRows.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const settle = suite('RunStore.settle')
+
+settle('finishes many runs with one record, leaves unknown and finished ones alone, and folds back the same', async () => {
+  const dir = freshDir()
+  const store = openStore(dir)
+  for (const id of ['w1', 'w2', 'w3', 'done']) await store.create(newRun(id, { action: 'wake', request: { text: id } }))
+  await store.transition('w2', 'running')
+  await store.transition('done', 'failed', { error: 'earlier' })
+  await store.settle(['w1', 'w2', 'w3', 'done', 'ghost'], 'succeeded')
+  assert.equal(store.list().map((r) => [r.id, r.status]), [['done', 'failed'], ['w3', 'succeeded'], ['w2', 'succeeded'], ['w1', 'succeeded']])
+  for (const id of ['w1', 'w2', 'w3']) {
+    const row = store.get(id)!
+    assert.is(row.finishedAt, row.updatedAt)
+    assert.is(row.request, undefined, 'a finished run keeps no request in memory')
+  }
+  const lines = readFileSync(join(dir, RUNS_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+  const settled = lines.filter((l) => l.type === 'settled')
+  assert.is(settled.length, 1, 'one record for the three runs')
+  assert.equal(settled[0].ids, ['w1', 'w2', 'w3'])
+  const folded = RunStore.readRows(dir)
+  assert.equal(folded.map((r) => [r.id, r.status, r.finishedAt]), store.list().map((r) => [r.id, r.status, r.finishedAt]))
+  await store.close()
+})
+
+settle('keeps an error, and moves a run with a write in flight after that write', async () => {
+  const store = openStore()
+  const creating = store.create(newRun('late', { action: 'wake' }))
+  await store.create(newRun('now', { action: 'wake' }))
+  const settling = store.settle(['late', 'now'], 'failed', { error: 'dropped: the queue was full\nsecond line' })
+  await creating
+  await settling
+  assert.equal([store.get('late')!.status, store.get('late')!.error], ['failed', 'dropped: the queue was full'])
+  assert.equal([store.get('now')!.status, store.get('now')!.error], ['failed', 'dropped: the queue was full'])
+  await store.close()
+})
+
+settle('takes only a final status', async () => {
+  const store = openStore()
+  await store.create(newRun('x'))
+  const err = await rejectionOf(store.settle(['x'], 'running'))
+  assert.is(err.code, 'invalid_run')
+  assert.is(store.get('x')!.status, 'queued')
+  await store.close()
+})
+
+settle.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const trim = suite('RunStore.trim')
+
+trim('forgets the oldest finished runs past retainFinished, keeps every unfinished one, and the file keeps all', async () => {
+  const dir = freshDir()
+  const store = RunStore.open(dir, { now: steppingClock(), retainFinished: 5 })
+  await store.create(newRun('open-1'))
+  for (let i = 0; i < 300; i++) await store.create(newRun(`f${i}`, { status: 'succeeded' }))
+  await store.create(newRun('open-2'))
+  // trims 256 past the bound, so memory holds at most retainFinished + 256 finished rows
+  assert.ok(store.list().length <= 5 + 256 + 2, `${store.list().length} rows in memory`)
+  store.trim()
+  assert.equal(store.list().map((r) => r.id), ['open-2', 'f299', 'f298', 'f297', 'f296', 'f295', 'open-1'])
+  assert.equal(store.unfinished().map((r) => r.id), ['open-1', 'open-2'])
+  await store.settle(['open-1'], 'succeeded')
+  store.trim()
+  assert.equal(store.list().map((r) => r.id), ['open-2', 'f299', 'f298', 'f297', 'f296', 'f295'])
+  await store.close()
+  assert.is(RunStore.readRows(dir).length, 302)
+})
+
+trim.run()
