@@ -4,7 +4,9 @@
 //
 // compare (default): in one run, one target after another, each on a fresh server child (and a
 //   fresh --state dir) with 2 s of warm-up: the bare node:http floor (read the body, JSON.parse,
-//   check the Bearer token); hookgate POST /hooks/wake; a mapped wake path with a template; a
+//   check the Bearer token); the durable floor (the same, plus one JSON line per request written
+//   and fdatasync'ed with group commit before the answer, as the contract's "answered means on
+//   disk" asks of every wake); hookgate POST /hooks/wake; a mapped wake path with a template; a
 //   mapped wake path with a TypeScript transform (compiled with the real CLI, run in the worker
 //   pool); POST /hooks/agent on builtin/echo (deliver false, wakeMode next-heartbeat) with durable
 //   writes; and 401/429 traffic: a wrong token from one client address, so after the first 20 the
@@ -20,8 +22,8 @@
 //
 // Every server runs in its own child process on 127.0.0.1, stdout to /dev/null, fsync on; autocannon
 // runs in this process. Each row reports the CPU used by everything else on the machine meanwhile
-// ("other"): above 15 % of a core the row is marked noisy. Exit 1 when a row saw unexpected answers
-// or the lookup check failed.
+// ("other"): above 15 % of a core the row is marked noisy. Exit 1 when a row saw unexpected answers,
+// the lookup check failed, or the wake path is below 0.8 of the bare server's req/s.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -35,7 +37,7 @@ import {
 
 const USAGE = 'usage: node test/bench/run.mjs [--mode compare|scale|all] [--duration S] [--connections N] [--rounds R] [--only bare,wake,…] [--json]'
 /** the compare rows, in order; `--only` picks some of them (the bare row always runs) */
-const COMPARE_KEYS = ['bare', 'wake', 'template', 'transform', 'agent', 'auth']
+const COMPARE_KEYS = ['bare', 'floor', 'wake', 'template', 'transform', 'agent', 'auth']
 const NAME = 'bench'
 
 const LOOKUP_COUNTS = [10, 1000, 10_000]
@@ -44,6 +46,8 @@ const PAYLOAD_MAX_BODY = 300_000
 const COLD_COUNTS = [10, 1000, 10_000]
 const COLD_RUNS = 5
 const COLD_POLL_MS = 5
+/** the issue's target: the wake path at this share of the bare server's req/s */
+const WAKE_TARGET = 0.8
 /** the issue's bound: 10,000 mappings within 10 % of 10 */
 const LOOKUP_TOLERANCE = 0.10
 
@@ -212,6 +216,10 @@ function makeStarters(tmp, token) {
   const bareFile = join(tmp, 'bare-server.mjs')
   writeFileSync(bareFile, BARE_SERVER)
   const bare = () => startServer({ label: 'bare node:http', args: [bareFile], env: { BENCH_TOKEN: token }, stdout: 'pipe', readyPath: '/' })
+  const durable = () => {
+    const dir = mkdtempSync(join(tmp, 'floor-'))
+    return startServer({ label: 'durable floor', args: [bareFile], env: { BENCH_TOKEN: token, BENCH_DURABLE_FILE: join(dir, 'runs.jsonl') }, stdout: 'pipe', readyPath: '/' })
+  }
   const hookgate = async (dist, { label = 'hookgate', pollMs } = {}) => {
     const port = await freePort()
     const stateDir = mkdtempSync(join(tmp, 'state-')) // never one a server before used: it would resume that one's runs
@@ -220,7 +228,7 @@ function makeStarters(tmp, token) {
     s.stateDir = stateDir
     return s
   }
-  return { bare, hookgate }
+  return { bare, durable, hookgate }
 }
 
 /** Run rows and final statuses in a stopped server's runs.jsonl (counted, not parsed). */
@@ -279,13 +287,14 @@ async function compareMode(ctx) {
   ctx.log('compiling the compare projects (hookgate compile) …')
   const project = await compileProject(tmp, 'compare', compareYaml(false), token)
   const xproject = await compileProject(tmp, 'compare-transform', compareYaml(true), token, { 'xform.ts': XFORM_TS })
-  const { bare, hookgate } = makeStarters(tmp, token)
+  const { bare, durable, hookgate } = makeStarters(tmp, token)
   const body = requestBody()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-source': 'bench' }
   const wrong = { ...headers, authorization: `Bearer ${randomBytes(24).toString('base64url')}` }
   const start = () => hookgate(project.dist)
   const targets = [
     { key: 'bare', label: 'bare node:http', path: '/', headers, body, expected: [200], start: bare },
+    { key: 'floor', label: 'durable floor (bare + fdatasync)', path: '/', headers, body, expected: [200], start: durable },
     { key: 'wake', label: 'POST /hooks/wake', path: '/hooks/wake', headers, body, expected: [200], start },
     { key: 'template', label: 'mapped path, template', path: '/hooks/bench', headers, body, expected: [200], start },
     { key: 'transform', label: 'mapped path, transform', path: '/hooks/xform', headers, body, expected: [200], start: () => hookgate(xproject.dist) },
@@ -295,20 +304,26 @@ async function compareMode(ctx) {
   const rows = []
   for (const t of targets) if (!ctx.opts.only.length || ctx.opts.only.includes(t.key)) rows.push(await measureRow(ctx, t))
   const base = rows.find((r) => r.key === 'bare')
+  const floor = rows.find((r) => r.key === 'floor')
   for (const r of rows) {
     r.vsBare = {
       rps: round(ratio(r.rps, base.rps)), p50: round(ratio(r.latencyMs.p50, base.latencyMs.p50)), p99: round(ratio(r.latencyMs.p99, base.latencyMs.p99)),
       rssIdle: round(ratio(r.rssIdle, base.rssIdle)), rssPeak: round(ratio(r.rssPeak, base.rssPeak)),
     }
+    if (floor) r.vsFloor = { rps: round(ratio(r.rps, floor.rps)) }
   }
-  return { bodyBytes: Buffer.byteLength(body), agentBodyBytes: Buffer.byteLength(AGENT_BODY), rows }
+  // the issue's target: the wake path at 0.8 of the bare server's req/s in the same run
+  const wake = rows.find((r) => r.key === 'wake')
+  const wakeCheck = wake ? { rpsRatio: round(ratio(wake.rps, base.rps), 3), target: WAKE_TARGET, pass: ratio(wake.rps, base.rps) >= WAKE_TARGET, vsFloor: floor ? round(ratio(wake.rps, floor.rps), 3) : null } : null
+  return { bodyBytes: Buffer.byteLength(body), agentBodyBytes: Buffer.byteLength(AGENT_BODY), rows, wakeCheck }
 }
 
 function printCompare(c, opts) {
   const base = c.rows.find((r) => r.key === 'bare')
+  const floorRow = c.rows.find((r) => r.key === 'floor')
   const rows = c.rows.map((r) => [
     r.label,
-    fmtInt(r.rps), fmtRatio(ratio(r.rps, base.rps)),
+    fmtInt(r.rps), fmtRatio(ratio(r.rps, base.rps)), floorRow ? fmtRatio(ratio(r.rps, floorRow.rps)) : '–',
     fmtMs(r.latencyMs.p50), fmtRatio(ratio(r.latencyMs.p50, base.latencyMs.p50)),
     fmtMs(r.latencyMs.p99), fmtRatio(ratio(r.latencyMs.p99, base.latencyMs.p99)),
     (r.unexpected ? '!! ' : '') + fmtInt(r.unexpected),
@@ -320,8 +335,10 @@ function printCompare(c, opts) {
   const agent = c.rows.find((r) => r.key === 'agent')
   const lines = [
     `== compare: ${opts.connections} connections, ${WARMUP_SECONDS} s warm-up + ${opts.duration} s per row, POST ${c.bodyBytes}-byte JSON (agent call: ${c.agentBodyBytes} bytes) ==`,
-    table(['target', 'req/s', '×bare', 'p50 ms', '×bare', 'p99 ms', '×bare', 'non-2xx', 'RSS idle MiB', '×bare', 'RSS peak MiB', '×bare', 'srv CPU', 'ac CPU', 'other'], rows),
+    table(['target', 'req/s', '×bare', '×floor', 'p50 ms', '×bare', 'p99 ms', '×bare', 'non-2xx', 'RSS idle MiB', '×bare', 'RSS peak MiB', '×bare', 'srv CPU', 'ac CPU', 'other'], rows),
     '',
+    ...(c.wakeCheck ? [`wake path: ${fmtRatio(c.wakeCheck.rpsRatio)} of the bare server's req/s (target ${WAKE_TARGET}×: ${c.wakeCheck.pass ? 'PASS' : 'FAIL'})${c.wakeCheck.vsFloor !== null ? `, ${fmtRatio(c.wakeCheck.vsFloor)} of the durable floor's` : ''}.`] : []),
+    'durable floor: the bare server plus what "answered means on disk" costs at the least: one JSON line per request, written and fdatasync\'ed with group commit before the answer (×floor: req/s as a ratio to it).',
     'non-2xx: answers outside the row\'s expected statuses, plus connection errors and timeouts (expected: 200; 202 for the agent call; 401 and 429 for the 401/429 row).',
     ...(auth ? [`401/429 traffic: a wrong Bearer token from 127.0.0.1 to /hooks/wake with the default lock-out (20 failures, then 429 for 60 s): ${fmtInt(auth.statusCodes[401] ?? 0)} × 401, ${fmtInt(auth.statusCodes[429] ?? 0)} × 429 in the measured run; to a request asking for keep-alive the server answered "connection: ${auth.probeConnection ?? '(none)'}"${auth.probeConnection === 'close' ? ', so every one of these requests opens a new connection' : ' (the connection is kept)'}.`] : []),
     ...(agent ? [`agent call: ${fmtInt(agent.expectedCount)} × 202 in the measured run; at the stop (1 s grace) runs.jsonl held ${fmtInt(agent.disk?.rows)} runs, ${fmtInt(agent.disk?.succeeded)} succeeded (the echo turns run after the 202, server.concurrency = 4 at a time; the rest resume at the next start).`] : []),
@@ -471,6 +488,7 @@ async function main() {
     const notes = []
     if (noisyRows.length) notes.push(`other work used more than ${Math.round(NOISY_OTHER_CPU * 100)}% of a core during: ${noisyRows.map((r) => `${r.label} (${fmtPct(r.otherCpu)})`).join(', ')}; those rows are not trustworthy (fsync writeback counts here too), run again on a quiet machine`)
     if (result.scale && !result.scale.lookupCheck.pass) process.exitCode = 1
+    if (result.compare?.wakeCheck && !result.compare.wakeCheck.pass) process.exitCode = 1
     if (ctx.warnings.length) process.exitCode = 1
 
     if (opts.json) {
