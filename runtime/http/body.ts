@@ -96,6 +96,15 @@ const EMPTY = Buffer.alloc(0)
  */
 export const MAX_JSON_DEPTH = 512
 
+/** Bytes `[` and `{` in the body (strings included), counting up to `stop`. */
+function openingBrackets(body: Buffer, stop: number): number {
+  let n = 0
+  for (const byte of [0x5b, 0x7b]) {
+    for (let i = body.indexOf(byte); i !== -1 && n < stop; i = body.indexOf(byte, i + 1)) n++
+  }
+  return n
+}
+
 /** True when brackets outside strings nest deeper than `limit`: one linear pass, no recursion. */
 function nestingBeyond(text: string, limit: number): boolean {
   let depth = 0
@@ -137,8 +146,9 @@ export function parseBody(body: Buffer, contentType: string | undefined): unknow
     for (const [k, v] of new URLSearchParams(text)) out[k] = v
     return out
   }
-  // Nesting deeper than MAX_JSON_DEPTH needs more brackets than a shorter text holds.
-  if (text.length > MAX_JSON_DEPTH && nestingBeyond(text, MAX_JSON_DEPTH)) throw new HttpError(400, 'invalid_json', `the body is nested more than ${MAX_JSON_DEPTH} levels deep`)
+  // Nesting deeper than MAX_JSON_DEPTH needs more opening brackets than that: most bodies, large
+  // ones included, have fewer, counted natively without walking the text character by character.
+  if (text.length > MAX_JSON_DEPTH && openingBrackets(body, MAX_JSON_DEPTH + 1) > MAX_JSON_DEPTH && nestingBeyond(text, MAX_JSON_DEPTH)) throw new HttpError(400, 'invalid_json', `the body is nested more than ${MAX_JSON_DEPTH} levels deep`)
   try {
     return JSON.parse(text)
   } catch (err) {
