@@ -6,7 +6,7 @@
 // Each mode gets its own `hookgate serve` child on 127.0.0.1 with a fresh state dir; autocannon
 // runs in this process. An accepted call is a 202 whose run row (and request) was on disk before the
 // answer (fdatasync'ed with fsync on; written but not synced with --no-fsync). The turns themselves
-// run on builtin/echo after the answer, up to server.concurrency at once.
+// run on builtin/echo after the answer, up to server.concurrency (32 here) at once.
 import autocannon from 'autocannon'
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -27,7 +27,9 @@ const cleanup = () => { for (const c of children) c.kill('SIGKILL'); rmSync(dir,
 process.on('exit', cleanup)
 process.on('SIGINT', () => process.exit(130))
 
-writeFileSync(join(dir, 'hooks.yaml'), `hooks:
+// room for every call of the run: it measures accepting, not backpressure (503 past maxPendingRuns)
+writeFileSync(join(dir, 'hooks.yaml'), `server: { concurrency: 32, maxPendingRuns: 500000 }
+hooks:
   enabled: true
   token: \${HOOKGATE_TOKEN}
 agents:
