@@ -59,6 +59,8 @@ export async function startService(options: ServeOptions): Promise<Service> {
   })
   await serving.pool?.warm()
   const engine = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true, ...serving.wiring })
+  const compacted = engine.runs.compaction
+  if (compacted) info('run history compacted', { keptRuns: compacted.keptRuns, droppedRuns: compacted.droppedRuns, bytesBefore: compacted.bytesBefore, bytesAfter: compacted.bytesAfter })
   const resumed = engine.resumeUnfinished()
   if (resumed > 0) info('resumed unfinished runs', { runs: resumed })
   const limiter = new AuthLimiter(first.config.server.authFailures)

@@ -108,7 +108,8 @@ export class Engine {
   }
 
   static open(stateDir: string, config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, options: { fsync?: boolean } & EngineWiring = {}): Engine {
-    const engine = new Engine(stateDir, RunStore.open(stateDir, { fsync: options.fsync ?? true }), config, workflows, options.fsync ?? true)
+    const runs = RunStore.open(stateDir, { fsync: options.fsync ?? true, keepKeysForMs: config.server.idempotencyWindowMs })
+    const engine = new Engine(stateDir, runs, config, workflows, options.fsync ?? true)
     engine.configure(config, workflows, options)
     return engine
   }

@@ -5,9 +5,11 @@
 // history while a server holds the file open.
 //
 // Memory holds exactly what is on disk: a row changes in memory only after its record is
-// durable. Every row stays in the in-memory Map for the life of the process (it is the history);
-// compacting the file and bounding the Map (dropping finished rows past a retention) is future work.
-import { join } from 'node:path'
+// durable. Memory keeps every unfinished run and the newest `retainFinished` finished ones; the
+// file keeps more, and is compacted at open once it grows past `compactAboveBytes` (see
+// compactIfLarge), so neither the disk nor the start-up fold grows without bound.
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { Journal, type JournalOptions } from './journal.js'
 
 export const RUNS_FILE = 'runs.jsonl'
@@ -60,9 +62,21 @@ export interface TransitionExtra { error?: string; result?: string; attempts?: n
 export interface RunStoreOptions extends JournalOptions {
   /** the clock for timestamps (tests) */
   now?: () => Date
-  /** finished runs kept in memory (the file keeps all of them), default 10,000 */
+  /** finished runs kept in memory (the file keeps more: see keepHistory), default 10,000 */
   retainFinished?: number
+  /** at open, a runs.jsonl larger than this is compacted, default 64 MiB */
+  compactAboveBytes?: number
+  /** finished runs a compaction keeps (the newest), default 50,000; unfinished runs are always kept */
+  keepHistory?: number
+  /** a compaction also keeps finished runs started with an Idempotency-Key this recently (ms), default 24 h */
+  keepKeysForMs?: number
 }
+
+/** What a compaction at open did. */
+export interface Compaction { records: number; bytesBefore: number; bytesAfter: number; keptRuns: number; droppedRuns: number }
+
+export const DEFAULT_COMPACT_ABOVE_BYTES = 64 * 1024 * 1024
+export const DEFAULT_KEEP_HISTORY = 50_000
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
 
@@ -111,6 +125,8 @@ export class RunStore {
   readonly path: string
   /** what open() found wrong with the file, for the server to log: a torn tail it cut off, lines or records it skipped */
   readonly recovery: { repairedBytes: number; unreadable: number } = { repairedBytes: 0, unreadable: 0 }
+  /** set when open() compacted the file */
+  compaction: Compaction | null = null
   private readonly journal: Journal<RunRecord>
   private readonly now: () => Date
   /** insertion order is creation order, so reversed it is newest first */
@@ -131,8 +147,11 @@ export class RunStore {
 
   /** Opens (creating if needed) the run history in `stateDir` and folds it into memory. Sync: start-up only. */
   static open(stateDir: string, options: RunStoreOptions = {}): RunStore {
+    // Before the journal holds the file open: a long history is rewritten to the runs worth keeping.
+    const compaction = compactIfLarge(join(stateDir, RUNS_FILE), options)
     const journal = Journal.open<RunRecord>(join(stateDir, RUNS_FILE), options)
     const store = new RunStore(stateDir, journal, options.now ?? (() => new Date()))
+    store.compaction = compaction
     store.retainFinished = options.retainFinished ?? DEFAULT_RETAIN_FINISHED
     const read = Journal.read<unknown>(journal.path)
     const ignored = fold(read.records, store.rows)
@@ -346,6 +365,83 @@ export class RunStore {
 }
 
 const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
+
+/**
+ * Rewrites runs.jsonl when it has grown past `compactAboveBytes`: one `run` record per kept row, in
+ * creation order, holding the row as the history folds it. Kept: every unfinished run (with its
+ * request, to resume it), the newest `keepHistory` finished runs, and finished runs started with an
+ * Idempotency-Key within `keepKeysForMs` (so a retry still gets its first answer). The new file is
+ * written beside the old one, fsync'ed and renamed over it, so a crash leaves one or the other
+ * whole. Returns null when the file is small enough (or missing); a failure leaves the old file.
+ */
+function compactIfLarge(path: string, options: RunStoreOptions): Compaction | null {
+  let bytesBefore: number
+  try {
+    bytesBefore = statSync(path).size
+  } catch {
+    return null
+  }
+  if (bytesBefore <= (options.compactAboveBytes ?? DEFAULT_COMPACT_ABOVE_BYTES)) return null
+  const read = Journal.read<unknown>(path)
+  const rows = new Map<string, RunRow>()
+  fold(read.records, rows)
+  const keepHistory = options.keepHistory ?? DEFAULT_KEEP_HISTORY
+  const keysSince = (options.now ?? (() => new Date()))().getTime() - (options.keepKeysForMs ?? 86_400_000)
+  let finishedLeft = 0
+  for (const row of rows.values()) if (FINAL.has(row.status)) finishedLeft++
+  const kept: RunRow[] = []
+  for (const row of rows.values()) {
+    if (FINAL.has(row.status)) {
+      // the oldest finished runs go first, unless their Idempotency-Key may still be retried
+      const recentKey = row.idempotency !== undefined && Date.parse(row.createdAt) >= keysSince
+      if (finishedLeft-- > keepHistory && !recentKey) continue
+    }
+    kept.push(row)
+  }
+  const tmp = `${path}.compacting`
+  let fd: number | undefined
+  try {
+    fd = openSync(tmp, 'w', 0o600)
+    let batch: string[] = []
+    let batchChars = 0
+    const flush = (): void => {
+      const bytes = Buffer.from(batch.join(''), 'utf8')
+      let off = 0
+      while (off < bytes.length) off += writeSync(fd!, bytes, off, bytes.length - off)
+      batch = []
+      batchChars = 0
+    }
+    for (const row of kept) {
+      const line = JSON.stringify({ type: 'run', row }) + '\n'
+      batch.push(line)
+      batchChars += line.length
+      if (batchChars >= 1024 * 1024) flush()
+    }
+    flush()
+    if (options.fsync !== false) fsyncSync(fd)
+    closeSync(fd)
+    fd = undefined
+    renameSync(tmp, path)
+    if (options.fsync !== false) syncDirectory(dirname(path))
+  } catch {
+    if (fd !== undefined) closeSync(fd)
+    rmSync(tmp, { force: true })
+    return null
+  }
+  return { records: read.records.length, bytesBefore, bytesAfter: statSync(path).size, keptRuns: kept.length, droppedRuns: rows.size - kept.length }
+}
+
+function syncDirectory(dir: string): void {
+  let dfd: number | undefined
+  try {
+    dfd = openSync(dir, 'r')
+    fsyncSync(dfd)
+  } catch {
+    // some file systems cannot fsync a directory; the rename itself is still atomic
+  } finally {
+    if (dfd !== undefined) closeSync(dfd)
+  }
+}
 
 function withoutRequest(row: RunRow): RunRow {
   if (row.request === undefined) return row

@@ -1,6 +1,6 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { appendFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { RUNS_FILE, RunStore, RunStoreError, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
 import { tempDir } from '../../helpers/paths.js'
@@ -371,3 +371,70 @@ trim('forgets the oldest finished runs past retainFinished, keeps every unfinish
 })
 
 trim.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const compact = suite('RunStore compaction at open')
+
+/** A history of `finished` finished runs (two records each), then `open` unfinished ones. */
+async function longHistory(dir: string, finished: number, open: number): Promise<void> {
+  const store = RunStore.open(dir, { now: steppingClock(), fsync: false })
+  for (let i = 0; i < finished; i++) {
+    await store.create(newRun(`done-${i}`, { request: { message: `m${i}` } }))
+    await store.transition(`done-${i}`, 'succeeded', { result: `r${i}` })
+  }
+  for (let i = 0; i < open; i++) await store.create(newRun(`open-${i}`, { request: { message: `resume me ${i}` } }))
+  await store.close()
+}
+
+compact('a file past the size bound keeps the unfinished runs and the newest finished ones, folded the same', async () => {
+  const dir = freshDir()
+  await longHistory(dir, 40, 3)
+  const before = RunStore.readRows(dir)
+  const size = statSync(join(dir, RUNS_FILE)).size
+  const store = RunStore.open(dir, { compactAboveBytes: size - 1, keepHistory: 10, fsync: false })
+  assert.ok(store.compaction, 'compacted')
+  assert.equal([store.compaction!.keptRuns, store.compaction!.droppedRuns, store.compaction!.records], [13, 30, 83])
+  assert.ok(store.compaction!.bytesAfter < size / 2, `${store.compaction!.bytesAfter} of ${size} bytes`)
+  const keptIds = [...before].reverse().filter((r) => r.id.startsWith('open-') || Number(r.id.slice(5)) >= 30).map((r) => r.id)
+  assert.equal(store.list().map((r) => r.id).reverse(), keptIds)
+  // the kept rows are exactly what the old file folded to, request included for the unfinished
+  const byId = new Map(before.map((r) => [r.id, r]))
+  for (const row of RunStore.readRows(dir)) assert.equal(row, byId.get(row.id))
+  assert.equal(store.unfinished().map((r) => [r.id, (r.request as { message: string }).message]), [['open-0', 'resume me 0'], ['open-1', 'resume me 1'], ['open-2', 'resume me 2']])
+  // one run record per kept row, and appending goes on in the new file
+  const lines = readFileSync(join(dir, RUNS_FILE), 'utf8').trim().split('\n')
+  assert.is(lines.length, 13)
+  await store.transition('open-0', 'running')
+  await store.close()
+  assert.is(RunStore.readRows(dir).find((r) => r.id === 'open-0')!.status, 'running')
+  assert.not.ok(existsSync(join(dir, `${RUNS_FILE}.compacting`)))
+})
+
+compact('a file under the bound is left as it is', async () => {
+  const dir = freshDir()
+  await longHistory(dir, 5, 1)
+  const text = readFileSync(join(dir, RUNS_FILE), 'utf8')
+  const store = RunStore.open(dir, { keepHistory: 1, fsync: false })
+  assert.is(store.compaction, null)
+  await store.close()
+  assert.is(readFileSync(join(dir, RUNS_FILE), 'utf8'), text)
+})
+
+compact('keeps an old finished run whose Idempotency-Key may still be retried', async () => {
+  const dir = freshDir()
+  const clock = steppingClock(Date.now() - 3600_000)
+  const store = RunStore.open(dir, { now: clock, fsync: false })
+  await store.create(newRun('keyed', { status: 'succeeded', idempotency: { key: 'k-1', fingerprint: 'f' }, response: { status: 202, body: { ok: true, runId: 'keyed' } } }))
+  for (let i = 0; i < 20; i++) await store.create(newRun(`later-${i}`, { status: 'succeeded' }))
+  await store.close()
+  const reopened = RunStore.open(dir, { compactAboveBytes: 1, keepHistory: 5, keepKeysForMs: 86_400_000, fsync: false })
+  assert.equal(reopened.list().map((r) => r.id), ['later-19', 'later-18', 'later-17', 'later-16', 'later-15', 'keyed'])
+  assert.equal(reopened.get('keyed')!.response, { status: 202, body: { ok: true, runId: 'keyed' } })
+  await reopened.close()
+  const expired = RunStore.open(dir, { compactAboveBytes: 1, keepHistory: 5, keepKeysForMs: 1000, fsync: false })
+  assert.equal(expired.list().map((r) => r.id), ['later-19', 'later-18', 'later-17', 'later-16', 'later-15'])
+  await expired.close()
+})
+
+compact.run()
