@@ -12,7 +12,7 @@ import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { templateHelpers } from '../template-helpers.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
-import { MainSession, type Route } from './session.js'
+import { MainSession, SESSION_COMPACT_ABOVE_BYTES, fileSize, type Route } from './session.js'
 
 export interface Origin {
   definitionKind: 'hook' | 'trigger' | 'task'
@@ -80,6 +80,7 @@ const builtinOnly: Models = createModelRegistry([], '.')
 
 export class TurnTimeout extends Error {}
 
+
 export class Engine {
   private readonly sessions = new Map<string, MainSession>()
   private readonly inFlight = new Set<Promise<unknown>>()
@@ -88,6 +89,8 @@ export class Engine {
   private readonly isolated: Journal<IsolatedRecord>
   private readonly replies = new Map<string, string>()
   private readonly deliveredNotes = new Map<string, string>()
+  /** runs the last process left unfinished: what session and transcript state must be kept for */
+  private readonly unfinishedAtStart = new Set<string>()
   private readonly slots: Semaphore
   private readonly sessionLocks = new KeyedLock()
   private models: Models = builtinOnly
@@ -96,20 +99,28 @@ export class Engine {
   /** agent and workflow runs accepted and not yet finished (the backlog the HTTP side bounds) */
   private pendingRuns = 0
 
-  private constructor(readonly stateDir: string, readonly runs: RunStore, private config: BundleConfig, private workflows: ReadonlyMap<string, BundleWorkflow>, private readonly fsync: boolean) {
+  private constructor(readonly stateDir: string, readonly runs: RunStore, private config: BundleConfig, private workflows: ReadonlyMap<string, BundleWorkflow>, private readonly fsync: boolean, private readonly compactAboveBytes: number) {
     const path = join(stateDir, 'sessions', 'isolated.jsonl')
+    for (const r of runs.unfinished()) this.unfinishedAtStart.add(r.id)
     // Replies already on disk: a run resumed after a crash delivers these instead of asking again.
-    for (const r of Journal.read<IsolatedRecord>(path).records) {
+    // Only those of unfinished runs are kept, in memory and, past the size bound, in the file.
+    const records = Journal.read<IsolatedRecord>(path).records
+    for (const r of records) {
+      if (!this.unfinishedAtStart.has(r.runId)) continue
       if (r.type === 'isolated') this.replies.set(r.runId, r.reply)
       else if (r.type === 'delivered') this.deliveredNotes.set(r.runId, r.note)
+    }
+    if (fileSize(path) > compactAboveBytes) {
+      Journal.rewrite(path, records.filter((r) => this.unfinishedAtStart.has(r.runId)), { fsync })
     }
     this.isolated = Journal.open<IsolatedRecord>(path, { fsync })
     this.slots = new Semaphore(config.server.concurrency ?? 4)
   }
 
-  static open(stateDir: string, config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, options: { fsync?: boolean } & EngineWiring = {}): Engine {
+  /** `compactAboveBytes`: the size past which the session journals are compacted at open (tests) */
+  static open(stateDir: string, config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, options: { fsync?: boolean; compactAboveBytes?: number } & EngineWiring = {}): Engine {
     const runs = RunStore.open(stateDir, { fsync: options.fsync ?? true, keepKeysForMs: config.server.idempotencyWindowMs })
-    const engine = new Engine(stateDir, runs, config, workflows, options.fsync ?? true)
+    const engine = new Engine(stateDir, runs, config, workflows, options.fsync ?? true, options.compactAboveBytes ?? SESSION_COMPACT_ABOVE_BYTES)
     engine.configure(config, workflows, options)
     return engine
   }
@@ -139,7 +150,7 @@ export class Engine {
         ], null, DEFAULT_TURN_TIMEOUT_SECONDS).then((r) => r.text),
         // One record for all the wakes a turn read, however many.
         settleWakes: (runIds, error) => this.runs.settle(runIds, error ? 'failed' : 'succeeded', error ? { error } : {}),
-      }, { fsync: this.fsync })
+      }, { fsync: this.fsync, isOpen: (runId) => this.unfinishedAtStart.has(runId), compactAboveBytes: this.compactAboveBytes })
       const agent = this.config.agents.find((a) => a.id === agentId)
       if (agent) s.maxQueued = agent.maxQueuedEvents ?? 1000
       this.sessions.set(agentId, s)

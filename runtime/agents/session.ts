@@ -1,6 +1,7 @@
 // One agent's main session on disk: the queue of system events a heartbeat turn reads, the turns
 // it ran, and the last delivery route (`channel: last`). Identical consecutive events collapse into
 // one line of the turn's prompt; the queue is bounded, and the oldest events are dropped first.
+import { statSync } from 'node:fs'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 
@@ -12,6 +13,24 @@ export type SessionRecord =
 export type SessionEvent = Extract<SessionRecord, { type: 'event' }>
 
 export interface Route { channel: string; to: string | null }
+
+/** A session journal (main.jsonl, isolated.jsonl) larger than this is compacted when it is opened. */
+export const SESSION_COMPACT_ABOVE_BYTES = 16 * 1024 * 1024
+
+export function fileSize(path: string): number {
+  try {
+    return statSync(path).size
+  } catch {
+    return 0
+  }
+}
+
+/** The run an event belongs to: `event:<run>` (a wake), `summary:<run>`, `step:<run>:<step>`. */
+export function runIdOfEvent(id: string): string {
+  const start = id.indexOf(':') + 1
+  const end = id.indexOf(':', start)
+  return end < 0 ? id.slice(start) : id.slice(start, end)
+}
 
 export interface HeartbeatRunner {
   /** one model turn over the prompt; rejects with a readable error */
@@ -37,15 +56,42 @@ export class MainSession {
 
   private constructor(readonly agentId: string, readonly journal: Journal<SessionRecord>, private readonly runner: HeartbeatRunner) {}
 
-  static open(agentId: string, path: string, runner: HeartbeatRunner, options: { fsync: boolean }): MainSession {
+  /**
+   * Opens the session journal and queues the events no turn has read. `isOpen(runId)`: whether a
+   * run was left unfinished; what was read or queued for finished runs is not kept in memory, and
+   * past SESSION_COMPACT_ABOVE_BYTES the file is rewritten to what a later start still needs: the
+   * last route, the unread events, and for unfinished runs their events and which were read.
+   */
+  static open(agentId: string, path: string, runner: HeartbeatRunner, options: { fsync: boolean; isOpen?: (runId: string) => boolean; compactAboveBytes?: number }): MainSession {
     const { records } = Journal.read<SessionRecord>(path)
-    const s = new MainSession(agentId, Journal.open<SessionRecord>(path, options), runner)
+    const isOpen = options.isOpen ?? (() => true)
+    const consumed = new Set<string>()
+    let route: Extract<SessionRecord, { type: 'route' }> | undefined
     for (const r of records) {
-      if (r.type === 'turn') for (const id of r.events) s.consumedAtStart.add(id)
-      else if (r.type === 'event') s.knownAtStart.add(r.id)
-      else if (r.type === 'route') s.lastRoute = { channel: r.channel, to: r.to }
+      if (r.type === 'turn') for (const id of r.events) consumed.add(id)
+      else if (r.type === 'route') route = r
     }
-    for (const r of records) if (r.type === 'event' && !s.consumedAtStart.has(r.id)) s.enqueue(r)
+    const kept: SessionEvent[] = []
+    const unread: SessionEvent[] = []
+    const readForOpenRuns: string[] = []
+    for (const r of records) {
+      if (r.type !== 'event') continue
+      const open = isOpen(runIdOfEvent(r.id))
+      const read = consumed.has(r.id)
+      if (!read) unread.push(r)
+      if (open || !read) kept.push(r)
+      if (open && read) readForOpenRuns.push(r.id)
+    }
+    if (fileSize(path) > (options.compactAboveBytes ?? SESSION_COMPACT_ABOVE_BYTES)) {
+      const compacted: SessionRecord[] = [...(route ? [route] : []), ...kept]
+      if (readForOpenRuns.length > 0) compacted.push({ type: 'turn', id: 'turn:compacted', at: new Date().toISOString(), events: readForOpenRuns, reply: '' })
+      Journal.rewrite(path, compacted, { fsync: options.fsync })
+    }
+    const s = new MainSession(agentId, Journal.open<SessionRecord>(path, { fsync: options.fsync }), runner)
+    if (route) s.lastRoute = { channel: route.channel, to: route.to }
+    for (const r of kept) if (isOpen(runIdOfEvent(r.id))) s.knownAtStart.add(r.id)
+    for (const id of readForOpenRuns) s.consumedAtStart.add(id)
+    for (const r of unread) s.enqueue(r)
     return s
   }
 

@@ -8,7 +8,7 @@
 // journal for good (every later append rejects with the same cause). After a failed fsync the
 // kernel may already have dropped the dirty pages, so retrying could acknowledge records that
 // are not on disk; restarting the process re-reads the file and repairs a torn tail on open.
-import { close, closeSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, write } from 'node:fs'
+import { close, closeSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, rmSync, write, writeSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
 /** One record's line (JSON text plus its newline) may not exceed this. */
@@ -210,6 +210,47 @@ export class Journal<R extends object> {
       closeSync(fd)
     }
     return out
+  }
+
+  /**
+   * Replaces the file at `path` with `records`, whole or not at all: written beside it, fsync'ed,
+   * renamed over it, the directory fsync'ed. For compaction at start-up, before a journal holds the
+   * file open. Sync: start-up only. Returns the new size in bytes.
+   */
+  static rewrite(path: string, records: Iterable<object>, options: JournalOptions = {}): number {
+    const sync = options.fsync !== false
+    const tmp = `${path}.rewriting`
+    let fd: number | undefined
+    let size = 0
+    try {
+      fd = openSync(tmp, 'w', 0o600)
+      let lines: string[] = []
+      let chars = 0
+      const flush = (): void => {
+        const bytes = Buffer.from(lines.join(''), 'utf8')
+        for (let off = 0; off < bytes.length;) off += writeSync(fd!, bytes, off, bytes.length - off)
+        size += bytes.length
+        lines = []
+        chars = 0
+      }
+      for (const record of records) {
+        const line = serialise(record)
+        lines.push(line)
+        chars += line.length
+        if (chars >= READ_CHUNK_BYTES) flush()
+      }
+      flush()
+      if (sync) fsyncSync(fd)
+      closeSync(fd)
+      fd = undefined
+      renameSync(tmp, path)
+    } catch (err) {
+      if (fd !== undefined) closeSync(fd)
+      rmSync(tmp, { force: true })
+      throw err
+    }
+    if (sync) syncDirectories(dirname(path), undefined)
+    return size
   }
 
   private failedError(): JournalError {

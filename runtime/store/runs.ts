@@ -8,8 +8,8 @@
 // durable. Memory keeps every unfinished run and the newest `retainFinished` finished ones; the
 // file keeps more, and is compacted at open once it grows past `compactAboveBytes` (see
 // compactIfLarge), so neither the disk nor the start-up fold grows without bound.
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { statSync } from 'node:fs'
+import { join } from 'node:path'
 import { Journal, type JournalOptions } from './journal.js'
 
 export const RUNS_FILE = 'runs.jsonl'
@@ -370,9 +370,9 @@ const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
  * Rewrites runs.jsonl when it has grown past `compactAboveBytes`: one `run` record per kept row, in
  * creation order, holding the row as the history folds it. Kept: every unfinished run (with its
  * request, to resume it), the newest `keepHistory` finished runs, and finished runs started with an
- * Idempotency-Key within `keepKeysForMs` (so a retry still gets its first answer). The new file is
- * written beside the old one, fsync'ed and renamed over it, so a crash leaves one or the other
- * whole. Returns null when the file is small enough (or missing); a failure leaves the old file.
+ * Idempotency-Key within `keepKeysForMs` (so a retry still gets its first answer). Journal.rewrite
+ * replaces the file whole or not at all. Returns null when the file is small enough (or missing);
+ * a failure leaves the old file.
  */
 function compactIfLarge(path: string, options: RunStoreOptions): Compaction | null {
   let bytesBefore: number
@@ -398,49 +398,13 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
     }
     kept.push(row)
   }
-  const tmp = `${path}.compacting`
-  let fd: number | undefined
+  let bytesAfter: number
   try {
-    fd = openSync(tmp, 'w', 0o600)
-    let batch: string[] = []
-    let batchChars = 0
-    const flush = (): void => {
-      const bytes = Buffer.from(batch.join(''), 'utf8')
-      let off = 0
-      while (off < bytes.length) off += writeSync(fd!, bytes, off, bytes.length - off)
-      batch = []
-      batchChars = 0
-    }
-    for (const row of kept) {
-      const line = JSON.stringify({ type: 'run', row }) + '\n'
-      batch.push(line)
-      batchChars += line.length
-      if (batchChars >= 1024 * 1024) flush()
-    }
-    flush()
-    if (options.fsync !== false) fsyncSync(fd)
-    closeSync(fd)
-    fd = undefined
-    renameSync(tmp, path)
-    if (options.fsync !== false) syncDirectory(dirname(path))
+    bytesAfter = Journal.rewrite(path, (function* () { for (const row of kept) yield { type: 'run', row } })(), options)
   } catch {
-    if (fd !== undefined) closeSync(fd)
-    rmSync(tmp, { force: true })
-    return null
+    return null // the old file stays as it was
   }
-  return { records: read.records.length, bytesBefore, bytesAfter: statSync(path).size, keptRuns: kept.length, droppedRuns: rows.size - kept.length }
-}
-
-function syncDirectory(dir: string): void {
-  let dfd: number | undefined
-  try {
-    dfd = openSync(dir, 'r')
-    fsyncSync(dfd)
-  } catch {
-    // some file systems cannot fsync a directory; the rename itself is still atomic
-  } finally {
-    if (dfd !== undefined) closeSync(dfd)
-  }
+  return { records: read.records.length, bytesBefore, bytesAfter, keptRuns: kept.length, droppedRuns: rows.size - kept.length }
 }
 
 function withoutRequest(row: RunRow): RunRow {

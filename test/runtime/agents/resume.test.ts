@@ -122,3 +122,69 @@ resumed('killed before the model answered: the turn runs once, then delivers onc
 })
 
 resumed.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const compacted = suite('session journals compacted at start')
+
+compacted('only what unfinished runs and unread events need is kept; the resumed run still finds its reply', async () => {
+  const dir = stateAfterCrash({ reply: true })
+  // fifty finished runs before it: rows, transcripts, summaries read by a turn, and one summary still unread
+  const done = Array.from({ length: 50 }, (_, i) => `done-${String(i).padStart(2, '0')}`)
+  const rows = done.map((id) => ({ type: 'run', row: { id, definitionKind: 'hook', definitionId: 'agent', correlationId: id, action: 'agent', status: 'succeeded', createdAt: AT, updatedAt: AT, finishedAt: AT } }))
+  const runsFile = join(dir, 'runs.jsonl')
+  writeFileSync(runsFile, rows.map((r) => JSON.stringify(r) + '\n').join('') + readFileSync(runsFile, 'utf8'))
+  const isolatedFile = join(dir, 'sessions', 'isolated.jsonl')
+  const oldTranscripts = done.flatMap((id) => [
+    { type: 'isolated', runId: id, sessionKey: 'hook:old', at: AT, prompt: 'p', reply: `reply of ${id}` },
+    { type: 'delivered', runId: id, at: AT, note: ' (delivered)' },
+  ])
+  writeFileSync(isolatedFile, oldTranscripts.map((r) => JSON.stringify(r) + '\n').join('') + readFileSync(isolatedFile, 'utf8'))
+  const mainFile = join(dir, 'sessions', 'main', 'main.jsonl')
+  const summary = (id: string) => ({ type: 'event', id: `summary:${id}`, runId: '', text: `Hook (run ${id}) finished`, external: true, source: 'hook /hooks/agent', at: AT })
+  const main = [
+    ...done.map(summary),
+    { type: 'turn', id: 'turn:1', at: AT, events: done.slice(0, 49).map((id) => `summary:${id}`), reply: 'read them' },
+    { type: 'route', at: AT, channel: 'out', to: 'ops' },
+  ]
+  writeFileSync(mainFile, main.map((r) => JSON.stringify(r) + '\n').join(''))
+
+  const asked: string[] = []
+  const heartbeats: string[] = []
+  const delivered: string[] = []
+  const model: ModelProvider = {
+    async complete(call) {
+      const heartbeat = call.messages.some((m) => m.role === 'system' && m.content.startsWith('Heartbeat for agent'))
+      ;(heartbeat ? heartbeats : asked).push(call.messages.at(-1)!.content)
+      return { text: 'fresh' }
+    },
+  }
+  const out: Deliverer = { async deliver(d) { delivered.push(d.text); return { attempts: 1, detail: '200' } } }
+  const engine = Engine.open(dir, bundle.config, bundle.workflows, { fsync: false, compactAboveBytes: 1, models: { providerFor: () => model }, channels: new Map([['out', out]]) })
+
+  const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)
+  // the transcript file: the unfinished run's reply only
+  assert.equal(lines(isolatedFile).map((r) => [r.type, r.runId]), [['isolated', RUN]])
+  // the main session: the last route, and the one summary no turn has read
+  assert.equal(lines(mainFile).map((r) => [r.type, r.id ?? r.channel]), [['route', 'out'], ['event', 'summary:done-49']])
+
+  assert.is(engine.resumeUnfinished(), 1)
+  assert.ok(await engine.drain(5000))
+  await engine.close()
+  assert.equal(asked, [], 'the stored reply is used: the compaction kept it')
+  assert.equal(delivered, [REPLY])
+  assert.is(heartbeats.length, 1, 'one turn reads what is unread')
+  assert.ok(heartbeats[0]!.includes('(run done-49) finished'), 'the unread summary of a finished run is still read')
+  assert.not.ok(heartbeats[0]!.includes('(run done-48)'), 'a summary already read is not read again')
+  assert.is(RunStore.readRows(dir).find((r) => r.id === RUN)!.status, 'succeeded')
+})
+
+compacted('under the size bound nothing is rewritten', async () => {
+  const dir = stateAfterCrash({ reply: true, delivered: true, summary: true })
+  const before = readFileSync(join(dir, 'sessions', 'isolated.jsonl'), 'utf8') + readFileSync(join(dir, 'sessions', 'main', 'main.jsonl'), 'utf8')
+  const engine = Engine.open(dir, bundle.config, bundle.workflows, { fsync: false })
+  await engine.close()
+  assert.is(readFileSync(join(dir, 'sessions', 'isolated.jsonl'), 'utf8') + readFileSync(join(dir, 'sessions', 'main', 'main.jsonl'), 'utf8'), before)
+})
+
+compacted.run()

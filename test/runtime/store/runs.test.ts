@@ -408,7 +408,7 @@ compact('a file past the size bound keeps the unfinished runs and the newest fin
   await store.transition('open-0', 'running')
   await store.close()
   assert.is(RunStore.readRows(dir).find((r) => r.id === 'open-0')!.status, 'running')
-  assert.not.ok(existsSync(join(dir, `${RUNS_FILE}.compacting`)))
+  assert.not.ok(existsSync(join(dir, `${RUNS_FILE}.rewriting`)))
 })
 
 compact('a file under the bound is left as it is', async () => {
