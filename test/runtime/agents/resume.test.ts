@@ -50,19 +50,27 @@ function stateAfterCrash(left: Left): string {
   return dir
 }
 
-/** Starts an engine on `dir` with a counting model and a counting channel; resolves once the run is final. */
-async function resume(dir: string) {
-  const asked: string[] = []
-  const delivered: Array<{ text: string; to: string | null }> = []
+/**
+ * A model that answers `text` and records what it was asked: the run's own turns in `asked`, the
+ * main session's heartbeat turns (which read queued summaries; not the run asking again) apart.
+ */
+function countingModel(asked: string[], text: string): { model: ModelProvider; heartbeats: string[] } {
   const heartbeats: string[] = []
-  // The main session's heartbeat turn (it reads the queued summary) is not the run asking again.
   const model: ModelProvider = {
     async complete(call) {
       const heartbeat = call.messages.some((m) => m.role === 'system' && m.content.startsWith('Heartbeat for agent'))
       ;(heartbeat ? heartbeats : asked).push(call.messages.at(-1)!.content)
-      return { text: 'a fresh reply' }
+      return { text }
     },
   }
+  return { model, heartbeats }
+}
+
+/** Starts an engine on `dir` with a counting model and a counting channel; resolves once the run is final. */
+async function resume(dir: string) {
+  const asked: string[] = []
+  const delivered: Array<{ text: string; to: string | null }> = []
+  const { model, heartbeats } = countingModel(asked, 'a fresh reply')
   const out: Deliverer = { async deliver(d) { delivered.push({ text: d.text, to: d.to }); return { attempts: 1, detail: '200' } } }
   const engine = Engine.open(dir, bundle.config, bundle.workflows, { fsync: false, models: { providerFor: () => model }, channels: new Map([['out', out]]) })
   assert.is(engine.resumeUnfinished(), 1, 'one unfinished run found')
@@ -150,15 +158,8 @@ compacted('only what unfinished runs and unread events need is kept; the resumed
   writeFileSync(mainFile, main.map((r) => JSON.stringify(r) + '\n').join(''))
 
   const asked: string[] = []
-  const heartbeats: string[] = []
   const delivered: string[] = []
-  const model: ModelProvider = {
-    async complete(call) {
-      const heartbeat = call.messages.some((m) => m.role === 'system' && m.content.startsWith('Heartbeat for agent'))
-      ;(heartbeat ? heartbeats : asked).push(call.messages.at(-1)!.content)
-      return { text: 'fresh' }
-    },
-  }
+  const { model, heartbeats } = countingModel(asked, 'fresh')
   const out: Deliverer = { async deliver(d) { delivered.push(d.text); return { attempts: 1, detail: '200' } } }
   const engine = Engine.open(dir, bundle.config, bundle.workflows, { fsync: false, compactAboveBytes: 1, models: { providerFor: () => model }, channels: new Map([['out', out]]) })
 
