@@ -15,6 +15,7 @@ import { AddressMatcher, AuthLimiter, TokenCheck } from './http/auth.js'
 import { createHandler, type RequestLog, type Serving } from './http/server.js'
 import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
+import { isoNow } from './clock.js'
 
 export interface ServeOptions {
   bundle: string
@@ -169,19 +170,6 @@ export async function startService(options: ServeOptions): Promise<Service> {
   }
 
   return { url, port: address.port, stateDir, server, engine, current: () => serving, reload, close }
-}
-
-let clockMs = 0
-let clockIso = ''
-
-/** The time as ISO text, made once per millisecond (a burst of requests shares it). */
-function isoNow(): string {
-  const ms = Date.now()
-  if (ms !== clockMs) {
-    clockMs = ms
-    clockIso = new Date(ms).toISOString()
-  }
-  return clockIso
 }
 
 /**

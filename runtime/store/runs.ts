@@ -11,6 +11,7 @@
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Journal, type JournalOptions } from './journal.js'
+import { isoNow } from '../clock.js'
 
 export const RUNS_FILE = 'runs.jsonl'
 
@@ -128,7 +129,8 @@ export class RunStore {
   /** set when open() compacted the file */
   compaction: Compaction | null = null
   private readonly journal: Journal<RunRecord>
-  private readonly now: () => Date
+  /** the time as ISO text: the shared per-millisecond clock, or the test clock when one is given */
+  private readonly isoNow: () => string
   /** insertion order is creation order, so reversed it is newest first */
   private readonly rows = new Map<string, RunRow>()
   private retainFinished = DEFAULT_RETAIN_FINISHED
@@ -138,11 +140,11 @@ export class RunStore {
   private readonly inFlight = new Map<string, Promise<unknown>>()
   private closing: Promise<void> | null = null
 
-  private constructor(stateDir: string, journal: Journal<RunRecord>, now: () => Date) {
+  private constructor(stateDir: string, journal: Journal<RunRecord>, now: (() => Date) | undefined) {
     this.stateDir = stateDir
     this.path = journal.path
     this.journal = journal
-    this.now = now
+    this.isoNow = now ? () => now().toISOString() : isoNow
   }
 
   /** Opens (creating if needed) the run history in `stateDir` and folds it into memory. Sync: start-up only. */
@@ -150,7 +152,7 @@ export class RunStore {
     // Before the journal holds the file open: a long history is rewritten to the runs worth keeping.
     const compaction = compactIfLarge(join(stateDir, RUNS_FILE), options)
     const journal = Journal.open<RunRecord>(join(stateDir, RUNS_FILE), options)
-    const store = new RunStore(stateDir, journal, options.now ?? (() => new Date()))
+    const store = new RunStore(stateDir, journal, options.now)
     store.compaction = compaction
     store.retainFinished = options.retainFinished ?? DEFAULT_RETAIN_FINISHED
     const read = Journal.read<unknown>(journal.path)
@@ -177,14 +179,16 @@ export class RunStore {
     }
     // A new id has no write before it to wait for: the hot path skips serialise's chaining.
     const id = row.id
-    const written = this.journal.append({ type: 'run', row }).then(() => {
+    const written: Promise<RunRow> = this.journal.append({ type: 'run', row }).then(() => {
       this.rows.set(id, row)
+      if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
       return row
+    }, (err: unknown) => {
+      if (this.inFlight.get(id) === written) this.inFlight.delete(id)
+      throw err
     })
     this.inFlight.set(id, written)
-    const done = (): void => { if (this.inFlight.get(id) === written) this.inFlight.delete(id) }
-    written.then(done, done)
     return written
   }
 
@@ -214,7 +218,7 @@ export class RunStore {
       }
     }
     if (now.length > 0) {
-      const record: Extract<RunRecord, { type: 'settled' }> = { type: 'settled', ids: now, status, at: this.now().toISOString(), ...cleanExtra(extra) }
+      const record: Extract<RunRecord, { type: 'settled' }> = { type: 'settled', ids: now, status, at: this.isoNow(), ...cleanExtra(extra) }
       const written = this.journal.append(record).then(() => {
         let n = 0
         for (const id of now) {
@@ -243,7 +247,7 @@ export class RunStore {
           ? `run ${id} already finished as ${row.status} and cannot become ${status}`
           : `run ${id} cannot go from ${row.status} to ${status}`)
       }
-      const record: StatusRecord = { type: 'status', id, status, at: this.now().toISOString(), ...cleanExtra(extra) }
+      const record: StatusRecord = { type: 'status', id, status, at: this.isoNow(), ...cleanExtra(extra) }
       await this.journal.append(record)
       const next = applyStatus(row, record)
       // A finished run is never run again: its request stays on disk, not in memory.
@@ -329,14 +333,14 @@ export class RunStore {
 
   private newRow(input: NewRun): RunRow {
     if (input === null || typeof input !== 'object') throw new RunStoreError('invalid_run', 'a run needs an object')
-    for (const key of ['id', 'definitionId', 'correlationId'] as const) {
+    for (const key of ID_FIELDS) {
       if (typeof input[key] !== 'string' || input[key] === '') throw new RunStoreError('invalid_run', `a run needs a non-empty string ${key}`)
     }
     if (!KINDS.has(input.definitionKind)) throw new RunStoreError('invalid_run', `unknown definitionKind "${String(input.definitionKind)}" (hook, trigger or task)`)
     if (!ACTIONS.has(input.action)) throw new RunStoreError('invalid_run', `unknown action "${String(input.action)}" (wake, agent or workflow)`)
     const status = input.status ?? 'queued'
     if (!STATUSES.has(status)) throw new RunStoreError('invalid_run', `unknown run status "${String(status)}"`)
-    const at = this.now().toISOString()
+    const at = this.isoNow()
     // Field by field, in the documented order: no spread copies on the hot path.
     const row: RunRow = { id: input.id, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: input.action, status, createdAt: at, updatedAt: at }
     if (status !== 'queued') row.startedAt = input.startedAt ?? at
@@ -347,13 +351,15 @@ export class RunStore {
       if (typeof v !== 'string') throw new RunStoreError('invalid_run', `run ${input.id}: ${key} must be a string`)
       row[key] = v
     }
-    const extra = cleanExtra(input)
-    if (extra.error !== undefined) row.error = extra.error
-    if (extra.result !== undefined) row.result = extra.result
-    if (extra.attempts !== undefined) row.attempts = extra.attempts
+    if (input.error !== undefined || input.result !== undefined || input.attempts !== undefined) {
+      const extra = cleanExtra(input)
+      if (extra.error !== undefined) row.error = extra.error
+      if (extra.result !== undefined) row.result = extra.result
+      if (extra.attempts !== undefined) row.attempts = extra.attempts
+    }
     // What is in memory must equal what a restart folds back from the file: the data-carrying
     // fields hold plain JSON, checked here without a copy (a JSON round trip showed in the profile).
-    for (const key of ['request', 'idempotency', 'response'] as const) {
+    for (const key of DATA_FIELDS) {
       const v = input[key]
       if (v === undefined) continue
       const problem = notPlainJson(v, 0)
@@ -365,6 +371,8 @@ export class RunStore {
 }
 
 const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
+const DATA_FIELDS = ['request', 'idempotency', 'response'] as const
+const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
 
 /**
  * Rewrites runs.jsonl when it has grown past `compactAboveBytes`: one `run` record per kept row, in
