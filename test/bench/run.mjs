@@ -1,4 +1,4 @@
-// The benchmark suite behind `npm run bench`, run by hand (not part of `npm test`):
+// The benchmark suite behind `npm run bench` (--mode all --rounds 3), run by hand (not part of `npm test`):
 //
 //   node test/bench/run.mjs [--mode compare|scale|all] [--duration 10] [--connections 50] [--rounds 1] [--only bare,wake] [--json]
 //
