@@ -10,49 +10,24 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import os from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
+import { pathToFileURL } from 'node:url'
+import { BenchError, fail, readCli, root } from './lib.mjs'
 import { gzipSync } from 'node:zlib'
 
-const root = fileURLToPath(new URL('../../', import.meta.url))
 const USAGE = 'usage: node test/bench/compile.bench.mjs [--mappings N] [--transforms T] [--runs R] [--json]'
 
-class BenchError extends Error {}
-const fail = (message) => { throw new BenchError(message) }
 
 // ---------------------------------------------------------------------------------------------
 // arguments
 
 function readOptions() {
-  let values
-  try {
-    ;({ values } = parseArgs({
-      args: process.argv.slice(2),
-      options: {
-        mappings: { type: 'string', default: '1000' },
-        transforms: { type: 'string', default: '20' },
-        runs: { type: 'string', default: '5' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    }))
-  } catch (err) {
-    process.stderr.write(`compile.bench: ${err.message}\n${USAGE}\n`)
-    process.exit(2)
-  }
-  if (values.help) {
-    process.stdout.write(USAGE + '\n')
-    process.exit(0)
-  }
-  const int = (name, min) => {
-    const n = Number(values[name])
-    if (!Number.isInteger(n) || n < min) {
-      process.stderr.write(`compile.bench: --${name} takes a whole number from ${min} up, not "${values[name]}"\n${USAGE}\n`)
-      process.exit(2)
-    }
-    return n
-  }
-  return { mappings: int('mappings', 1), transforms: int('transforms', 0), runs: int('runs', 1), json: values.json }
+  const { values, number } = readCli('compile.bench', USAGE, {
+    mappings: { type: 'string', default: '1000' },
+    transforms: { type: 'string', default: '20' },
+    runs: { type: 'string', default: '5' },
+    json: { type: 'boolean', default: false },
+  })
+  return { mappings: number('mappings', 1), transforms: number('transforms', 0), runs: number('runs', 1), json: values.json }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,7 +109,12 @@ function hooksYaml(mappings, transforms) {
     '  mappings:',
   ]
   for (let i = 0; i < mappings; i++) out.push(mappingYaml(i, transforms))
-  out.push('', 'agents:', '  - id: main', '    default: true', '    model: builtin/echo', '    heartbeat: { every: 30m }', '')
+  // thinking needs a model with a reasoning setting, and channel: slack a declared channel
+  out.push(
+    '', 'providers:', '  - { id: local, type: openai, baseUrl: "http://127.0.0.1:11434/v1" }',
+    'channels:', '  - { id: slack, type: slack, url: "${SLACK_WEBHOOK_URL}" }',
+    'agents:', '  - id: main', '    default: true', '    model: local/llama3.1', '    heartbeat: { every: 30m }', '',
+  )
   return out.join('\n')
 }
 

@@ -5,12 +5,14 @@
 // Not a test and not part of `npm test`.
 import autocannon from 'autocannon'
 import { execFileSync, spawn } from 'node:child_process'
-import { readFileSync, realpathSync } from 'node:fs'
+import { readFileSync, realpathSync, statSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
 import os from 'node:os'
+import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
 
 export const root = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -22,6 +24,56 @@ export const STOP_TIMEOUT_MS = 5_000
 export const NOISY_OTHER_CPU = 0.15
 /** what `run` allows a child (a build, a compile, `hookgate runs`) before it is killed */
 export const RUN_TIMEOUT_MS = 300_000
+
+/**
+ * The command-line conventions every bench and abuse script shares: `--help` prints `usage` and
+ * exits 0; an unknown or malformed option prints the reason and `usage` to stderr and exits 2.
+ * Returns the parsed values and `number(key, min, max, integer)`, which reads a numeric option the
+ * same way (or exits 2), and `usageError(message)` for a script's own checks.
+ */
+export function readCli(name, usage, options) {
+  const usageError = (message) => {
+    process.stderr.write(`${name}: ${message}\n${usage}\n`)
+    process.exit(2)
+  }
+  let values
+  try {
+    ;({ values } = parseArgs({ args: process.argv.slice(2), options: { ...options, help: { type: 'boolean', short: 'h', default: false } } }))
+  } catch (err) {
+    usageError(err.message)
+  }
+  if (values.help) {
+    process.stdout.write(usage + '\n')
+    process.exit(0)
+  }
+  const number = (key, min, max = Infinity, integer = true) => {
+    const n = Number(values[key])
+    if (!Number.isFinite(n) || (integer && !Number.isInteger(n)) || n < min || n > max) {
+      usageError(`--${key} takes a ${integer ? 'whole ' : ''}number from ${min}${max === Infinity ? ' up' : ` to ${max}`}, not "${values[key]}"`)
+    }
+    return n
+  }
+  return { values, number, usageError }
+}
+
+/**
+ * What a stopped server left in `<stateDir>/runs.jsonl`, folded by the runtime's own reader (so a
+ * `settled` record counts for every run it names): rows, file bytes, and how many runs succeeded,
+ * failed, and failed because the main session's queue dropped their event. Call after the build.
+ */
+export async function runsOnDisk(stateDir) {
+  const { RunStore, RUNS_FILE } = await import(new URL('build/runtime/store/runs.js', pathToFileURL(root)).href)
+  let bytes = 0
+  try { bytes = statSync(join(stateDir, RUNS_FILE)).size } catch { /* no history: all zero */ }
+  const out = { rows: 0, bytes, succeeded: 0, failed: 0, dropped: 0 }
+  for (const row of RunStore.readRows(stateDir)) {
+    out.rows++
+    if (row.status === 'succeeded') out.succeeded++
+    if (row.status === 'failed') out.failed++
+    if (row.status === 'failed' && row.error?.startsWith('dropped')) out.dropped++
+  }
+  return out
+}
 
 export class BenchError extends Error {}
 export const fail = (message) => { throw new BenchError(message) }

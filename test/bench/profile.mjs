@@ -10,38 +10,22 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
-import { BARE_SERVER, fail, fmtInt, freePort, installExitHandlers, load, root, run, startServer, stopServer } from './lib.mjs'
+import { BARE_SERVER, fail, fmtInt, freePort, installExitHandlers, load, readCli, root, run, startServer, stopServer } from './lib.mjs'
 
 const USAGE = 'usage: node test/bench/profile.mjs [--path wake|bench|agent|bare] [--duration S] [--connections N] [--top N] [--keep DIR] [--no-fsync]'
 
-const { values } = (() => {
-  try {
-    return parseArgs({
-      args: process.argv.slice(2),
-      options: {
-        path: { type: 'string', default: 'wake' },
-        duration: { type: 'string', default: '5' },
-        connections: { type: 'string', default: '50' },
-        top: { type: 'string', default: '25' },
-        keep: { type: 'string' },
-        'no-fsync': { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    })
-  } catch (err) {
-    process.stderr.write(`profile: ${err.message}\n${USAGE}\n`)
-    process.exit(2)
-  }
-})()
-if (values.help) { process.stdout.write(USAGE + '\n'); process.exit(0) }
-if (!['wake', 'bench', 'agent', 'bare'].includes(values.path)) { process.stderr.write(`profile: --path takes wake, bench, agent or bare\n${USAGE}\n`); process.exit(2) }
-const duration = Number(values.duration)
-const connections = Number(values.connections)
-const top = Number(values.top)
-for (const [k, v] of [['duration', duration], ['connections', connections], ['top', top]]) {
-  if (!Number.isInteger(v) || v < 1) { process.stderr.write(`profile: --${k} takes a whole number of at least 1\n${USAGE}\n`); process.exit(2) }
-}
+const { values, number, usageError } = readCli('profile', USAGE, {
+  path: { type: 'string', default: 'wake' },
+  duration: { type: 'string', default: '5' },
+  connections: { type: 'string', default: '50' },
+  top: { type: 'string', default: '25' },
+  keep: { type: 'string' },
+  'no-fsync': { type: 'boolean', default: false },
+})
+if (!['wake', 'bench', 'agent', 'bare'].includes(values.path)) usageError(`--path takes wake, bench, agent or bare, not "${values.path}"`)
+const duration = number('duration', 1, 600)
+const connections = number('connections', 1, 1000)
+const top = number('top', 1, 500)
 
 const tmp = mkdtempSync(join(os.tmpdir(), 'hookgate-profile-'))
 installExitHandlers('profile', () => rmSync(tmp, { recursive: true, force: true }))
@@ -73,7 +57,7 @@ if (values.path === 'bare') {
 const path = values.path === 'bare' ? '/' : `/hooks/${values.path}`
 const body = values.path === 'agent'
   ? JSON.stringify({ message: 'summarise the deploy of acme/web', deliver: false, wakeMode: 'next-heartbeat' })
-  : JSON.stringify({ text: 'deploy of acme/web finished on web-1', ...(process.env.PROFILE_MODE ? { mode: process.env.PROFILE_MODE } : {}), event: 'deploy.finished', repository: 'acme/web', attempt: 1 })
+  : JSON.stringify({ text: 'deploy of acme/web finished on web-1', event: 'deploy.finished', repository: 'acme/web', attempt: 1 })
 const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-source': 'bench' }
 process.stderr.write(`profiling ${path} (pid ${server.pid}): ${duration} s × ${connections} connections …\n`)
 const result = await load({ port: server.port, path, headers, body, connections, duration })

@@ -28,10 +28,9 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import {
   BARE_SERVER, BenchError, MiB, NOISY_OTHER_CPU, WARMUP_SECONDS, fail, fmtInt, fmtMiB, fmtMs, fmtPct, fmtRatio, freePort, fsTypeOf,
-  installExitHandlers, killAllNow, machine, machineBusySeconds, measure, median, once, procCpuSeconds, procStatus, ratio, root, round, run,
+  installExitHandlers, killAllNow, readCli, runsOnDisk, machine, machineBusySeconds, measure, median, once, procCpuSeconds, procStatus, ratio, root, round, run,
   settleDisk, startServer, stopServer, table,
 } from './lib.mjs'
 
@@ -55,48 +54,20 @@ const LOOKUP_TOLERANCE = 0.10
 // arguments
 
 function readOptions() {
-  let values
-  try {
-    ;({ values } = parseArgs({
-      args: process.argv.slice(2),
-      options: {
-        mode: { type: 'string', default: 'compare' },
-        connections: { type: 'string', default: '50' },
-        duration: { type: 'string', default: '10' },
-        rounds: { type: 'string', default: '1' },
-        only: { type: 'string', default: '' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    }))
-  } catch (err) {
-    process.stderr.write(`${NAME}: ${err.message}\n${USAGE}\n`)
-    process.exit(2)
-  }
-  if (values.help) {
-    process.stdout.write(USAGE + '\n')
-    process.exit(0)
-  }
-  if (!['compare', 'scale', 'all'].includes(values.mode)) {
-    process.stderr.write(`${NAME}: --mode takes compare, scale or all, not "${values.mode}"\n${USAGE}\n`)
-    process.exit(2)
-  }
-  const int = (name, min, max) => {
-    const n = Number(values[name])
-    if (!Number.isInteger(n) || n < min || n > max) {
-      process.stderr.write(`${NAME}: --${name} takes a whole number from ${min} to ${max}, not "${values[name]}"\n${USAGE}\n`)
-      process.exit(2)
-    }
-    return n
-  }
+  const { values, number, usageError } = readCli(NAME, USAGE, {
+    mode: { type: 'string', default: 'compare' },
+    connections: { type: 'string', default: '50' },
+    duration: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '1' },
+    only: { type: 'string', default: '' },
+    json: { type: 'boolean', default: false },
+  })
+  if (!['compare', 'scale', 'all'].includes(values.mode)) usageError(`--mode takes compare, scale or all, not "${values.mode}"`)
   const only = values.only ? values.only.split(',').map((k) => k.trim()).filter(Boolean) : []
   const unknown = only.filter((k) => !COMPARE_KEYS.includes(k))
-  if (unknown.length) {
-    process.stderr.write(`${NAME}: --only takes compare rows from ${COMPARE_KEYS.join(', ')}, not "${unknown.join(', ')}"\n${USAGE}\n`)
-    process.exit(2)
-  }
+  if (unknown.length) usageError(`--only takes compare rows from ${COMPARE_KEYS.join(', ')}, not "${unknown.join(', ')}"`)
   if (only.length && !only.includes('bare')) only.unshift('bare') // every ratio is to the bare server
-  return { mode: values.mode, connections: int('connections', 1, 1000), duration: int('duration', 1, 600), rounds: int('rounds', 1, 5), only, json: values.json }
+  return { mode: values.mode, connections: number('connections', 1, 1000), duration: number('duration', 1, 600), rounds: number('rounds', 1, 5), only, json: values.json }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,18 +206,6 @@ function makeStarters(tmp, token) {
   return { bare, durable, hookgate }
 }
 
-/** Run rows and final statuses in a stopped server's runs.jsonl (counted, not parsed). */
-function runsOnDisk(stateDir) {
-  let buf
-  try { buf = readFileSync(join(stateDir, 'runs.jsonl')) } catch { return { rows: 0, succeeded: 0, failed: 0 } }
-  const count = (text) => {
-    const needle = Buffer.from(text)
-    let n = 0
-    for (let i = buf.indexOf(needle); i !== -1; i = buf.indexOf(needle, i + needle.length)) n++
-    return n
-  }
-  return { rows: count('{"type":"run"'), succeeded: count('"status":"succeeded"'), failed: count('"status":"failed"') }
-}
 
 /**
  * One row: start the target, probe it once, warm up and measure, stop it. `expected`: the statuses
@@ -271,7 +230,7 @@ async function measureRow(ctx, t) {
     const expectedCount = t.expected.reduce((n, s) => n + (m.statusCodes[s] ?? 0), 0)
     const answered = Object.values(m.statusCodes).reduce((a, b) => a + b, 0)
     const row = { key: t.key, label: t.label, expected: t.expected, ...m, expectedCount, unexpected: answered - expectedCount + m.errors /* autocannon counts a timeout as an error too */, bodyBytes: Buffer.byteLength(t.body), probeConnection: probe.headers.connection ?? null }
-    if (server.stateDir) row.disk = runsOnDisk(server.stateDir)
+    if (server.stateDir) row.disk = await runsOnDisk(server.stateDir)
     if (row.unexpected > 0) ctx.warnings.push(`${t.label}: ${row.unexpected} unexpected (statuses ${JSON.stringify(m.statusCodes)}, ${m.errors} errors, ${m.timeouts} timeouts)${server.stderr ? `; server stderr: ${server.stderr.trim().slice(0, 500)}` : ''}`)
     log(`  ${fmtInt(m.rps)} req/s, p50 ${fmtMs(m.latencyMs.p50)} ms, p99 ${fmtMs(m.latencyMs.p99)} ms, statuses ${JSON.stringify(m.statusCodes)}, RSS ${fmtMiB(m.rssIdle)} → ${fmtMiB(m.rssPeak)} MiB, server CPU ${fmtPct(m.serverCpu)}, other ${fmtPct(m.otherCpu)}`)
     return row

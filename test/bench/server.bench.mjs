@@ -17,10 +17,10 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import {
   BARE_SERVER, BenchError, NOISY_OTHER_CPU, WARMUP_SECONDS, fail, fmtInt, fmtMiB, fmtMs, fmtRatio, freePort, fsTypeOf, killAllNow,
   measure, once, ratio, root, round, run, settleDisk, startServer, stopServer, table,
+  readCli, runsOnDisk,
 } from './lib.mjs'
 
 const USAGE = 'usage: node test/bench/server.bench.mjs [--connections N] [--duration S] [--no-fsync] [--json]'
@@ -29,35 +29,13 @@ const USAGE = 'usage: node test/bench/server.bench.mjs [--connections N] [--dura
 // arguments
 
 function readOptions() {
-  let values
-  try {
-    ;({ values } = parseArgs({
-      args: process.argv.slice(2),
-      options: {
-        connections: { type: 'string', default: '50' },
-        duration: { type: 'string', default: '10' },
-        'no-fsync': { type: 'boolean', default: false },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    }))
-  } catch (err) {
-    process.stderr.write(`server.bench: ${err.message}\n${USAGE}\n`)
-    process.exit(2)
-  }
-  if (values.help) {
-    process.stdout.write(USAGE + '\n')
-    process.exit(0)
-  }
-  const int = (name, min, max) => {
-    const n = Number(values[name])
-    if (!Number.isInteger(n) || n < min || n > max) {
-      process.stderr.write(`server.bench: --${name} takes a whole number from ${min} to ${max}, not "${values[name]}"\n${USAGE}\n`)
-      process.exit(2)
-    }
-    return n
-  }
-  return { connections: int('connections', 1, 1000), duration: int('duration', 1, 600), noFsync: values['no-fsync'], json: values.json }
+  const { values, number } = readCli('server.bench', USAGE, {
+    connections: { type: 'string', default: '50' },
+    duration: { type: 'string', default: '10' },
+    'no-fsync': { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+  })
+  return { connections: number('connections', 1, 1000), duration: number('duration', 1, 600), noFsync: values['no-fsync'], json: values.json }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -103,26 +81,6 @@ function requestBody() {
 // ---------------------------------------------------------------------------------------------
 // what the server left on disk
 
-/**
- * What runs.jsonl holds once the server stopped (hookgate only): run rows, and how the wakes
- * ended (a status record per settled run; a wake is settled by its heartbeat turn, or failed when
- * the main session's bounded queue drops it).
- */
-function runsOnDisk(stateDir) {
-  let buf
-  try {
-    buf = readFileSync(join(stateDir, 'runs.jsonl'))
-  } catch {
-    return { rows: 0, bytes: 0, succeeded: 0, failed: 0, dropped: 0 }
-  }
-  const count = (text) => {
-    const needle = Buffer.from(text)
-    let n = 0
-    for (let i = buf.indexOf(needle); i !== -1; i = buf.indexOf(needle, i + needle.length)) n++
-    return n
-  }
-  return { rows: count('{"type":"run"'), bytes: buf.length, succeeded: count('"status":"succeeded"'), failed: count('"status":"failed"'), dropped: count('"error":"dropped') }
-}
 
 
 // ---------------------------------------------------------------------------------------------
@@ -213,7 +171,7 @@ async function main() {
       settleDisk()
       const row = { key: t.key, label: t.label, ...m }
       if (server.stateDir) {
-        const disk = runsOnDisk(server.stateDir)
+        const disk = await runsOnDisk(server.stateDir)
         row.runsOnDisk = disk.rows
         row.runsFileBytes = disk.bytes
         row.wakesSucceeded = disk.succeeded
