@@ -573,3 +573,20 @@ export function table(header, rows) {
   const rule = widths.map((w) => '-'.repeat(w)).join('-+-')
   return [line(header), rule, ...rows.map(line)].join('\n')
 }
+
+/** The request body every serving benchmark posts, `bytes` long (about 200 by default): `text` for /hooks/wake, `event` and `repository` for the mapped paths. */
+export function requestBody(bytes = 200) {
+  const body = {
+    text: 'deploy of acme/web finished on web-1',
+    event: 'deploy.finished',
+    repository: 'acme/web',
+    ref: 'refs/heads/main',
+    sha: 'c0ffee1234567890abcdef1234567890abcdef12',
+    attempt: 1,
+    pad: '',
+  }
+  body.pad = 'x'.repeat(Math.max(0, bytes - JSON.stringify(body).length))
+  const text = JSON.stringify(body)
+  if (Buffer.byteLength(text) !== bytes && bytes >= 200) fail(`request body of ${Buffer.byteLength(text)} bytes, wanted ${bytes}`)
+  return text
+}

@@ -31,7 +31,7 @@ import { join } from 'node:path'
 import {
   BARE_SERVER, BenchError, MiB, NOISY_OTHER_CPU, WARMUP_SECONDS, fail, fmtInt, fmtMiB, fmtMs, fmtPct, fmtRatio, freePort, fsTypeOf,
   installExitHandlers, killAllNow, readCli, runsOnDisk, machine, machineBusySeconds, measure, median, once, procCpuSeconds, procStatus, ratio, root, round, run,
-  settleDisk, startServer, stopServer, table,
+  requestBody, settleDisk, startServer, stopServer, table,
 } from './lib.mjs'
 
 const USAGE = 'usage: node test/bench/run.mjs [--mode compare|scale|all] [--duration S] [--connections N] [--rounds R] [--only bare,wake,…] [--json]'
@@ -149,23 +149,6 @@ function scaleYaml(count, { maxBodyBytes } = {}) {
   for (let i = 1; i < count; i++) out.push(...fillerMapping(i))
   out.push(...BENCH_MAPPING, '', ...AGENTS_YAML)
   return out.join('\n')
-}
-
-/** About 200 bytes, as in server.bench.mjs: `text` for /hooks/wake, `event` and `repository` for the mapped paths. */
-function requestBody(bytes = 200) {
-  const body = {
-    text: 'deploy of acme/web finished on web-1',
-    event: 'deploy.finished',
-    repository: 'acme/web',
-    ref: 'refs/heads/main',
-    sha: 'c0ffee1234567890abcdef1234567890abcdef12',
-    attempt: 1,
-    pad: '',
-  }
-  body.pad = 'x'.repeat(Math.max(0, bytes - JSON.stringify(body).length))
-  const text = JSON.stringify(body)
-  if (Buffer.byteLength(text) !== bytes && bytes >= 200) fail(`request body of ${Buffer.byteLength(text)} bytes, wanted ${bytes}`)
-  return text
 }
 
 const AGENT_BODY = JSON.stringify({ message: 'summarise the deploy of acme/web on web-1: ' + 'x'.repeat(120), name: 'bench agent call', deliver: false, wakeMode: 'next-heartbeat' })

@@ -20,7 +20,7 @@ import { join } from 'node:path'
 import {
   BARE_SERVER, BenchError, NOISY_OTHER_CPU, WARMUP_SECONDS, fail, fmtInt, fmtMiB, fmtMs, fmtRatio, freePort, fsTypeOf, killAllNow,
   measure, once, ratio, root, round, run, settleDisk, startServer, stopServer, table,
-  readCli, runsOnDisk,
+  readCli, requestBody, runsOnDisk,
 } from './lib.mjs'
 
 const USAGE = 'usage: node test/bench/server.bench.mjs [--connections N] [--duration S] [--no-fsync] [--json]'
@@ -61,21 +61,6 @@ function benchYaml() {
     '    heartbeat: { every: "off" }',
     '',
   ].join('\n')
-}
-
-/** One body for every target: `text` for /hooks/wake, `event` for the bench mapping, about 200 bytes. */
-function requestBody() {
-  const body = {
-    text: 'deploy of acme/web finished on web-1',
-    event: 'deploy.finished',
-    repository: 'acme/web',
-    ref: 'refs/heads/main',
-    sha: 'c0ffee1234567890abcdef1234567890abcdef12',
-    attempt: 1,
-    pad: '',
-  }
-  body.pad = 'x'.repeat(Math.max(0, 200 - JSON.stringify(body).length))
-  return JSON.stringify(body)
 }
 
 // ---------------------------------------------------------------------------------------------
