@@ -7,6 +7,7 @@ import { createAnthropicProvider } from '../../../runtime/agents/providers/anthr
 import type { ProviderSettings } from '../../../runtime/agents/providers/http.js'
 import { startFakeAnthropic, type FakeApi } from '../../fakes/anthropic.js'
 import { refusedUrl } from '../../fakes/fake-server.js'
+import { rejectionOf, wait } from '../../helpers/async.js'
 
 const KEY = 'sk-ant-api03-test-0a1b2c3d4e5f60718293a4b5c6d7e8f9'
 const USER: ChatMessage[] = [{ role: 'user', content: 'hello there' }]
@@ -20,19 +21,6 @@ function provider(overrides: Partial<ProviderSettings> = {}) {
 function call(messages: ChatMessage[] = USER, options: { model?: string; thinking?: string | null; signal?: AbortSignal } = {}) {
   return { model: options.model ?? 'claude/claude-sonnet-4-5', messages, thinking: options.thinking ?? null, signal: options.signal ?? new AbortController().signal }
 }
-
-async function rejection(p: Promise<unknown>): Promise<ModelError> {
-  try {
-    await p
-  } catch (err) {
-    assert.instance(err, ModelError)
-    return err as ModelError
-  }
-  assert.unreachable('expected a ModelError')
-  throw new Error('unreachable')
-}
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const anthropic = suite('createAnthropicProvider')
 
@@ -120,41 +108,41 @@ anthropic('retries a 529 overloaded and a 429, then returns the reply', async ()
 
 anthropic('gives up on 500s after maxRetries retries, quoting the error message', async () => {
   fake.queue({ status: 500 }, { status: 500 }, { status: 500 })
-  const err = await rejection(provider({ maxRetries: 2 }).complete(call()))
+  const err = await rejectionOf(provider({ maxRetries: 2 }).complete(call()), ModelError)
   assert.is(err.message, 'anthropic provider "claude" answered 500 after 3 attempts: Internal server error')
   assert.is(fake.requests.length, 3)
 })
 
 anthropic('does not retry a 401, and the key is not in the message', async () => {
   const wrong = 'sk-ant-api03-wrong-ffffffffffffffffffffffff'
-  const err = await rejection(provider({ apiKey: wrong }).complete(call()))
+  const err = await rejectionOf(provider({ apiKey: wrong }).complete(call()), ModelError)
   assert.is(err.message, 'anthropic provider "claude" answered 401: invalid x-api-key')
   assert.is(fake.requests.length, 1)
 })
 
 anthropic('does not retry a 400 and quotes the message, with the key redacted', async () => {
   fake.queue({ status: 400, message: `messages.0.content: bad input near ${KEY}` })
-  const err = await rejection(provider().complete(call()))
+  const err = await rejectionOf(provider().complete(call()), ModelError)
   assert.is(err.message, 'anthropic provider "claude" answered 400: messages.0.content: bad input near [redacted]')
   assert.is(fake.requests.length, 1)
 })
 
 anthropic('reports an answer without content[] as malformed', async () => {
   fake.queue('malformed', 'ok')
-  const err = await rejection(provider().complete(call()))
+  const err = await rejectionOf(provider().complete(call()), ModelError)
   assert.is(err.message, 'anthropic provider "claude" returned a malformed answer: no content[]')
   assert.is(fake.requests.length, 1)
 })
 
 anthropic('reports an answer with no text block as malformed, naming the stop reason', async () => {
   fake.queue({ raw: JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'thinking', thinking: 'long thoughts', signature: 's' }], stop_reason: 'max_tokens', stop_sequence: null, usage: { input_tokens: 1, output_tokens: 2048 } }) })
-  const err = await rejection(provider().complete(call()))
+  const err = await rejectionOf(provider().complete(call()), ModelError)
   assert.is(err.message, 'anthropic provider "claude" returned a malformed answer: no text block in content[] (stop_reason max_tokens)')
 })
 
 anthropic('retries an attempt that hangs past timeoutMs, then fails', async () => {
   fake.queue('hang', 'hang')
-  const err = await rejection(provider({ timeoutMs: 200, maxRetries: 1 }).complete(call()))
+  const err = await rejectionOf(provider({ timeoutMs: 200, maxRetries: 1 }).complete(call()), ModelError)
   assert.is(err.message, 'anthropic provider "claude" did not answer within 200 ms after 2 attempts')
   assert.is(fake.requests.length, 2)
 })
@@ -166,14 +154,14 @@ anthropic('rejects at once, without a retry, when the turn is aborted mid-reques
   await wait(150)
   const abortedAt = Date.now()
   controller.abort()
-  await rejection(pending)
+  await rejectionOf(pending, ModelError)
   assert.ok(Date.now() - abortedAt < 100)
   await wait(300)
   assert.is(fake.requests.length, 1)
 })
 
 anthropic('reports a port where nothing listens as could not be reached, after every attempt', async () => {
-  const err = await rejection(provider({ baseUrl: await refusedUrl(), maxRetries: 1 }).complete(call()))
+  const err = await rejectionOf(provider({ baseUrl: await refusedUrl(), maxRetries: 1 }).complete(call()), ModelError)
   assert.is(err.message, 'anthropic provider "claude" could not be reached (ECONNREFUSED) after 2 attempts')
   assert.not.match(err.message, KEY)
 })

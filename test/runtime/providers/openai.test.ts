@@ -8,6 +8,7 @@ import type { ProviderSettings } from '../../../runtime/agents/providers/http.js
 import { createOpenAIProvider } from '../../../runtime/agents/providers/openai.js'
 import { refusedUrl } from '../../fakes/fake-server.js'
 import { startFakeOpenAI, type FakeApi } from '../../fakes/openai.js'
+import { rejectionOf, wait } from '../../helpers/async.js'
 
 const KEY = 'sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0'
 const USER: ChatMessage[] = [{ role: 'user', content: 'hello there' }]
@@ -23,19 +24,6 @@ function call(messages: ChatMessage[] = USER, options: { model?: string; thinkin
 }
 
 /** The ModelError a promise rejects with (fails the test if it resolves or throws something else). */
-async function rejection(p: Promise<unknown>): Promise<ModelError> {
-  try {
-    await p
-  } catch (err) {
-    assert.instance(err, ModelError)
-    return err as ModelError
-  }
-  assert.unreachable('expected a ModelError')
-  throw new Error('unreachable')
-}
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
 const openai = suite('createOpenAIProvider')
 
 openai.before.each(async () => { fake = await startFakeOpenAI({ apiKey: KEY }) })
@@ -90,7 +78,7 @@ openai('maps thinking levels to reasoning_effort and leaves it out for off and n
 })
 
 openai('refuses a thinking value no provider knows, without a request', async () => {
-  const err = await rejection(provider().complete(call(USER, { thinking: 'extreme' })))
+  const err = await rejectionOf(provider().complete(call(USER, { thinking: 'extreme' })), ModelError)
   assert.match(err.message, 'thinking "extreme"')
   assert.is(fake.requests.length, 0)
 })
@@ -114,7 +102,7 @@ openai('retries a 429 with Retry-After: 0 at once', async () => {
 
 openai('gives up on a 500 after maxRetries retries, naming the status and the attempts', async () => {
   fake.queue({ status: 500 }, { status: 500 }, { status: 500 }, 'ok')
-  const err = await rejection(provider({ maxRetries: 2 }).complete(call()))
+  const err = await rejectionOf(provider({ maxRetries: 2 }).complete(call()), ModelError)
   assert.is(err.message, 'openai-compatible provider "local" answered 500 after 3 attempts: The server had an error while processing your request. Sorry about that!')
   assert.ok(err.retryable)
   assert.is(fake.requests.length, 3)
@@ -122,14 +110,14 @@ openai('gives up on a 500 after maxRetries retries, naming the status and the at
 
 openai('makes one attempt only when maxRetries is 0', async () => {
   fake.queue({ status: 503 }, 'ok')
-  const err = await rejection(provider({ maxRetries: 0 }).complete(call()))
+  const err = await rejectionOf(provider({ maxRetries: 0 }).complete(call()), ModelError)
   assert.is(err.message, 'openai-compatible provider "local" answered 503: The engine is currently overloaded, please try again later')
   assert.is(fake.requests.length, 1)
 })
 
 openai('does not retry a 400 and quotes the error message from the body', async () => {
   fake.queue({ status: 400, message: "Invalid 'messages[0].content': string too long." }, 'ok')
-  const err = await rejection(provider().complete(call()))
+  const err = await rejectionOf(provider().complete(call()), ModelError)
   assert.is(err.message, `openai-compatible provider "local" answered 400: Invalid 'messages[0].content': string too long.`)
   assert.not.ok(err.retryable)
   assert.is(fake.requests.length, 1)
@@ -137,7 +125,7 @@ openai('does not retry a 400 and quotes the error message from the body', async 
 
 openai('does not retry a 401 for a wrong key, and the key is not in the message', async () => {
   const wrong = 'sk-wrong-0123456789abcdef0123456789abcdef'
-  const err = await rejection(provider({ apiKey: wrong }).complete(call()))
+  const err = await rejectionOf(provider({ apiKey: wrong }).complete(call()), ModelError)
   assert.match(err.message, /^openai-compatible provider "local" answered 401: Incorrect API key provided/)
   assert.not.match(err.message, wrong)
   assert.is(fake.requests.length, 1)
@@ -145,14 +133,14 @@ openai('does not retry a 401 for a wrong key, and the key is not in the message'
 
 openai('quotes at most 200 characters of the error message', async () => {
   fake.queue({ status: 422, message: 'x'.repeat(5000) })
-  const err = await rejection(provider().complete(call()))
+  const err = await rejectionOf(provider().complete(call()), ModelError)
   assert.is(err.message, `openai-compatible provider "local" answered 422: ${'x'.repeat(200)}…`)
 })
 
 openai('retries an attempt that hangs past timeoutMs, then fails naming the deadline', async () => {
   fake.queue('hang', 'hang', 'ok')
   const started = Date.now()
-  const err = await rejection(provider({ timeoutMs: 200, maxRetries: 1 }).complete(call()))
+  const err = await rejectionOf(provider({ timeoutMs: 200, maxRetries: 1 }).complete(call()), ModelError)
   assert.is(err.message, 'openai-compatible provider "local" did not answer within 200 ms after 2 attempts')
   assert.ok(err.retryable)
   assert.is(fake.requests.length, 2)
@@ -174,7 +162,7 @@ openai('rejects at once, without a retry, when the turn is aborted mid-request',
   assert.is(fake.requests.length, 1, 'the request reached the fake')
   const abortedAt = Date.now()
   controller.abort()
-  const err = await rejection(pending)
+  const err = await rejectionOf(pending, ModelError)
   assert.ok(Date.now() - abortedAt < 100, `took ${Date.now() - abortedAt} ms after the abort`)
   assert.match(err.message, 'cancelled')
   assert.not.ok(err.retryable)
@@ -189,7 +177,7 @@ openai('rejects at once when the turn is aborted while waiting to retry', async 
   await wait(150)
   const abortedAt = Date.now()
   controller.abort()
-  await rejection(pending)
+  await rejectionOf(pending, ModelError)
   assert.ok(Date.now() - abortedAt < 100)
   assert.is(fake.requests.length, 1)
 })
@@ -197,26 +185,26 @@ openai('rejects at once when the turn is aborted while waiting to retry', async 
 openai('sends nothing when the turn is already aborted', async () => {
   const controller = new AbortController()
   controller.abort()
-  await rejection(provider().complete(call(USER, { signal: controller.signal })))
+  await rejectionOf(provider().complete(call(USER, { signal: controller.signal })), ModelError)
   assert.is(fake.requests.length, 0)
 })
 
 openai('reports an answer without choices[0].message.content as malformed, without a retry', async () => {
   fake.queue('malformed', 'ok')
-  const err = await rejection(provider().complete(call()))
+  const err = await rejectionOf(provider().complete(call()), ModelError)
   assert.is(err.message, 'openai-compatible provider "local" returned a malformed answer: no choices[0].message.content')
   assert.is(fake.requests.length, 1)
 })
 
 openai('reports a 200 whose body is not JSON as malformed', async () => {
   fake.queue({ raw: '<html>gateway</html>', contentType: 'text/html' })
-  const err = await rejection(provider().complete(call()))
+  const err = await rejectionOf(provider().complete(call()), ModelError)
   assert.is(err.message, 'openai-compatible provider "local" returned a malformed answer: the body is not JSON')
 })
 
 openai('refuses an answer larger than 4 MiB', async () => {
   fake.queue({ raw: JSON.stringify({ choices: [{ message: { content: 'x'.repeat(4 * 1024 * 1024) } }] }) })
-  const err = await rejection(provider().complete(call()))
+  const err = await rejectionOf(provider().complete(call()), ModelError)
   assert.is(err.message, 'openai-compatible provider "local" returned an answer larger than 4 MiB')
 })
 
@@ -229,13 +217,13 @@ openai('retries a connection closed without an answer', async () => {
 
 openai('reports a connection closed on every attempt as dropped', async () => {
   fake.queue('close', 'close')
-  const err = await rejection(provider({ maxRetries: 1 }).complete(call()))
+  const err = await rejectionOf(provider({ maxRetries: 1 }).complete(call()), ModelError)
   assert.match(err.message, /^openai-compatible provider "local" dropped the connection \((UND_ERR_SOCKET|ECONNRESET)\) after 2 attempts$/)
   assert.ok(err.retryable)
 })
 
 openai('reports a port where nothing listens as could not be reached, after every attempt', async () => {
-  const err = await rejection(provider({ baseUrl: await refusedUrl('/v1'), maxRetries: 2 }).complete(call()))
+  const err = await rejectionOf(provider({ baseUrl: await refusedUrl('/v1'), maxRetries: 2 }).complete(call()), ModelError)
   assert.is(err.message, 'openai-compatible provider "local" could not be reached (ECONNREFUSED) after 3 attempts')
   assert.ok(err.retryable)
 })
@@ -243,15 +231,15 @@ openai('reports a port where nothing listens as could not be reached, after ever
 openai('never puts the API key in an error message, even when the provider echoes it', async () => {
   const messages: string[] = []
   fake.queue({ status: 400, message: `key ${KEY} is not allowed here` })
-  messages.push((await rejection(provider().complete(call()))).message)
+  messages.push((await rejectionOf(provider().complete(call()), ModelError)).message)
   fake.queue({ status: 500, message: `upstream rejected ${KEY}` }, { status: 500, message: `upstream rejected ${KEY}` })
-  messages.push((await rejection(provider({ maxRetries: 1 }).complete(call()))).message)
+  messages.push((await rejectionOf(provider({ maxRetries: 1 }).complete(call()), ModelError)).message)
   fake.queue({ raw: `{"choices":[{"message":{"refusal":"I will not repeat ${KEY}","content":null}}]}` })
-  messages.push((await rejection(provider().complete(call()))).message)
+  messages.push((await rejectionOf(provider().complete(call()), ModelError)).message)
   fake.queue('malformed', 'hang')
-  messages.push((await rejection(provider().complete(call()))).message)
-  messages.push((await rejection(provider({ timeoutMs: 100, maxRetries: 0 }).complete(call()))).message)
-  messages.push((await rejection(provider({ baseUrl: await refusedUrl('/v1'), maxRetries: 0 }).complete(call()))).message)
+  messages.push((await rejectionOf(provider().complete(call()), ModelError)).message)
+  messages.push((await rejectionOf(provider({ timeoutMs: 100, maxRetries: 0 }).complete(call()), ModelError)).message)
+  messages.push((await rejectionOf(provider({ baseUrl: await refusedUrl('/v1'), maxRetries: 0 }).complete(call()), ModelError)).message)
   for (const m of messages) assert.not.match(m, KEY, m)
   assert.match(messages[0]!, 'key [redacted] is not allowed here')
   assert.match(messages[1]!, 'upstream rejected [redacted]')

@@ -4,6 +4,7 @@ import { appendFileSync, closeSync, existsSync, mkdtempSync, readFileSync, statS
 import { join } from 'node:path'
 import { Journal, JournalError, MAX_LINE_BYTES } from '../../../runtime/store/journal.js'
 import { tempDir } from '../../helpers/paths.js'
+import { rejectionOf } from '../../helpers/async.js'
 
 const scratch = tempDir('hookgate-journal-')
 /** A new empty directory under this file's scratch directory (removed on exit). */
@@ -15,15 +16,6 @@ interface Rec { n: number; text?: string }
 
 function journalPath(name = 'j.jsonl'): string {
   return join(freshDir(), name)
-}
-
-async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise
-  } catch (err) {
-    return err as Error
-  }
-  throw new Error('expected the promise to reject, but it resolved')
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -167,9 +159,9 @@ append('refuses a record that cannot be written as JSON', async () => {
 append('rejects every append of a flush whose write fails, and every append after it', async () => {
   if (!existsSync('/dev/full')) return // Linux only: a device whose writes fail with ENOSPC
   const j = Journal.open<Rec>('/dev/full')
-  const errors = await Promise.all([j.append({ n: 1 }), j.append({ n: 2 })].map(rejectionOf))
+  const errors = await Promise.all([j.append({ n: 1 }), j.append({ n: 2 })].map((p) => rejectionOf(p, JournalError)))
   for (const err of errors) {
-    assert.is((err as JournalError).code, 'journal_failed')
+    assert.is(err.code, 'journal_failed')
     assert.match(err.message, /ENOSPC/)
   }
   const later = await rejectionOf(j.append({ n: 3 }))

@@ -4,6 +4,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync } from 
 import { join } from 'node:path'
 import { RUNS_FILE, RunStore, RunStoreError, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
 import { tempDir } from '../../helpers/paths.js'
+import { rejectionOf } from '../../helpers/async.js'
 
 const scratch = tempDir('hookgate-runs-')
 /** A new empty directory under this file's scratch directory (removed on exit). */
@@ -19,15 +20,6 @@ function steppingClock(start = Date.parse('2025-01-01T00:00:00.000Z')): () => Da
 
 function newRun(id: string, extra: Partial<NewRun> = {}): NewRun {
   return { id, definitionKind: 'hook', definitionId: 'github', correlationId: `corr-${id}`, action: 'agent', ...extra }
-}
-
-async function rejectionOf(promise: Promise<unknown>): Promise<RunStoreError> {
-  try {
-    await promise
-  } catch (err) {
-    return err as RunStoreError
-  }
-  throw new Error('expected the promise to reject, but it resolved')
 }
 
 function openStore(dir = freshDir()): RunStore {
@@ -65,20 +57,20 @@ create('accepts a starting status and stamps startedAt and finishedAt to match',
 create('refuses a second run with the same id, even while the first is still being written', async () => {
   const store = openStore()
   const first = store.create(newRun('dup'))
-  const err = await rejectionOf(store.create(newRun('dup')))
+  const err = await rejectionOf<RunStoreError>(store.create(newRun('dup')))
   assert.is(err.code, 'duplicate_run')
   await first
-  assert.is((await rejectionOf(store.create(newRun('dup')))).code, 'duplicate_run')
+  assert.is((await rejectionOf<RunStoreError>(store.create(newRun('dup')))).code, 'duplicate_run')
   assert.is(store.list().length, 1)
   await store.close()
 })
 
 create('refuses rows with an unknown kind, action or status, or without an id', async () => {
   const store = openStore()
-  assert.is((await rejectionOf(store.create(newRun('x', { definitionKind: 'cron' as never })))).code, 'invalid_run')
-  assert.is((await rejectionOf(store.create(newRun('x', { action: 'email' as never })))).code, 'invalid_run')
-  assert.is((await rejectionOf(store.create(newRun('x', { status: 'done' as never })))).code, 'invalid_run')
-  assert.is((await rejectionOf(store.create(newRun('')))).code, 'invalid_run')
+  assert.is((await rejectionOf<RunStoreError>(store.create(newRun('x', { definitionKind: 'cron' as never })))).code, 'invalid_run')
+  assert.is((await rejectionOf<RunStoreError>(store.create(newRun('x', { action: 'email' as never })))).code, 'invalid_run')
+  assert.is((await rejectionOf<RunStoreError>(store.create(newRun('x', { status: 'done' as never })))).code, 'invalid_run')
+  assert.is((await rejectionOf<RunStoreError>(store.create(newRun('')))).code, 'invalid_run')
   assert.equal(store.list(), [])
   await store.close()
 })
@@ -136,13 +128,13 @@ transition('refuses illegal moves and leaves the row and the file as they were',
   await store.create(newRun('q'))
   const before = readFileSync(join(store.stateDir, RUNS_FILE), 'utf8')
   for (const to of ['timed_out', 'queued'] as const) {
-    const err = await rejectionOf(store.transition('q', to))
+    const err = await rejectionOf<RunStoreError>(store.transition('q', to))
     assert.is(err.code, 'illegal_transition')
     assert.match(err.message, `cannot go from queued to ${to}`)
   }
   await store.transition('q', 'running')
-  assert.is((await rejectionOf(store.transition('q', 'skipped'))).code, 'illegal_transition')
-  assert.is((await rejectionOf(store.transition('q', 'running'))).code, 'illegal_transition')
+  assert.is((await rejectionOf<RunStoreError>(store.transition('q', 'skipped'))).code, 'illegal_transition')
+  assert.is((await rejectionOf<RunStoreError>(store.transition('q', 'running'))).code, 'illegal_transition')
   assert.is(store.get('q')!.status, 'running')
   assert.is(readFileSync(join(store.stateDir, RUNS_FILE), 'utf8').split('\n').length, before.split('\n').length + 1)
   await store.close()
@@ -154,7 +146,7 @@ transition('never changes a final state, with an error that says so', async () =
     await store.create(newRun(final, { status: final === 'timed_out' ? 'running' : 'queued' }))
     await store.transition(final, final)
     for (const to of ['queued', 'running', 'succeeded', 'failed'] as const) {
-      const err = await rejectionOf(store.transition(final, to))
+      const err = await rejectionOf<RunStoreError>(store.transition(final, to))
       assert.is(err.code, 'illegal_transition')
       assert.match(err.message, `already finished as ${final}`)
     }
@@ -185,7 +177,7 @@ transition('applies a move made before the create resolved, after the create', a
 
 transition('rejects a move for a run it does not know', async () => {
   const store = openStore()
-  const err = await rejectionOf(store.transition('nope', 'running'))
+  const err = await rejectionOf<RunStoreError>(store.transition('nope', 'running'))
   assert.is(err.code, 'unknown_run')
   assert.match(err.message, 'no run with id nope')
   await store.close()
@@ -340,7 +332,7 @@ settle('keeps an error, and moves a run with a write in flight after that write'
 settle('takes only a final status', async () => {
   const store = openStore()
   await store.create(newRun('x'))
-  const err = await rejectionOf(store.settle(['x'], 'running'))
+  const err = await rejectionOf<RunStoreError>(store.settle(['x'], 'running'))
   assert.is(err.code, 'invalid_run')
   assert.is(store.get('x')!.status, 'queued')
   await store.close()

@@ -1,0 +1,18 @@
+// Small async helpers the unit tests share.
+
+/** Resolves after `ms` milliseconds. */
+export const wait = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * What `promise` rejects with; throws when it resolves instead. With `type`, the rejection must
+ * also be an instance of that error class.
+ */
+export async function rejectionOf<E extends Error = Error>(promise: Promise<unknown>, type?: abstract new (...args: never[]) => E): Promise<E> {
+  try {
+    await promise
+  } catch (err) {
+    if (type && !(err instanceof type)) throw new Error(`expected a ${type.name}, got ${String(err)}`)
+    return err as E
+  }
+  throw new Error('expected the promise to reject, but it resolved')
+}
