@@ -207,6 +207,4 @@ export function describeTally(t: Tally): string {
   return `${t.sent} sent in ${t.ms} ms, statuses ${JSON.stringify(t.statuses)}, errors ${JSON.stringify(t.errors)}`
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
+export { sleep } from '../helpers/async.js'

@@ -1,7 +1,9 @@
 // Small async helpers the unit tests share.
 
 /** Resolves after `ms` milliseconds. */
-export const wait = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
 
 /**
  * What `promise` rejects with; throws when it resolves instead. With `type`, the rejection must

@@ -21,6 +21,7 @@ export function setTestToken(): string {
 }
 
 import { scratchDir, writeTree } from '../../helpers/paths.js'
+import { sleep } from '../../helpers/async.js'
 export { scratchDir, writeTree }
 
 export interface Project {
@@ -267,9 +268,7 @@ export function assertRawError(reply: RawReply, status: number, code: string): v
 
 // ---- waiting and reading state ---------------------------------------------------------------
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
+export { sleep }
 
 /** `promise`'s value, or `fallback` when it has not settled within `ms` (the timer never outlives the race). */
 export async function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {

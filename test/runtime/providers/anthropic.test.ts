@@ -7,7 +7,7 @@ import { createAnthropicProvider } from '../../../runtime/agents/providers/anthr
 import type { ProviderSettings } from '../../../runtime/agents/providers/http.js'
 import { startFakeAnthropic, type FakeApi } from '../../fakes/anthropic.js'
 import { refusedUrl } from '../../fakes/fake-server.js'
-import { rejectionOf, wait } from '../../helpers/async.js'
+import { rejectionOf, sleep } from '../../helpers/async.js'
 
 const KEY = 'sk-ant-api03-test-0a1b2c3d4e5f60718293a4b5c6d7e8f9'
 const USER: ChatMessage[] = [{ role: 'user', content: 'hello there' }]
@@ -151,12 +151,12 @@ anthropic('rejects at once, without a retry, when the turn is aborted mid-reques
   fake.queue('hang')
   const controller = new AbortController()
   const pending = provider({ timeoutMs: 10_000 }).complete(call(USER, { signal: controller.signal }))
-  await wait(150)
+  await sleep(150)
   const abortedAt = Date.now()
   controller.abort()
   await rejectionOf(pending, ModelError)
   assert.ok(Date.now() - abortedAt < 100)
-  await wait(300)
+  await sleep(300)
   assert.is(fake.requests.length, 1)
 })
 

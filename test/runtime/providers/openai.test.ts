@@ -8,7 +8,7 @@ import type { ProviderSettings } from '../../../runtime/agents/providers/http.js
 import { createOpenAIProvider } from '../../../runtime/agents/providers/openai.js'
 import { refusedUrl } from '../../fakes/fake-server.js'
 import { startFakeOpenAI, type FakeApi } from '../../fakes/openai.js'
-import { rejectionOf, wait } from '../../helpers/async.js'
+import { rejectionOf, sleep } from '../../helpers/async.js'
 
 const KEY = 'sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0'
 const USER: ChatMessage[] = [{ role: 'user', content: 'hello there' }]
@@ -23,7 +23,6 @@ function call(messages: ChatMessage[] = USER, options: { model?: string; thinkin
   return { model: options.model ?? 'local/llama3.1:8b', messages, thinking: options.thinking ?? null, signal: options.signal ?? new AbortController().signal }
 }
 
-/** The ModelError a promise rejects with (fails the test if it resolves or throws something else). */
 const openai = suite('createOpenAIProvider')
 
 openai.before.each(async () => { fake = await startFakeOpenAI({ apiKey: KEY }) })
@@ -158,7 +157,7 @@ openai('rejects at once, without a retry, when the turn is aborted mid-request',
   fake.queue('hang')
   const controller = new AbortController()
   const pending = provider({ timeoutMs: 10_000, maxRetries: 3 }).complete(call(USER, { signal: controller.signal }))
-  await wait(150)
+  await sleep(150)
   assert.is(fake.requests.length, 1, 'the request reached the fake')
   const abortedAt = Date.now()
   controller.abort()
@@ -166,7 +165,7 @@ openai('rejects at once, without a retry, when the turn is aborted mid-request',
   assert.ok(Date.now() - abortedAt < 100, `took ${Date.now() - abortedAt} ms after the abort`)
   assert.match(err.message, 'cancelled')
   assert.not.ok(err.retryable)
-  await wait(400)
+  await sleep(400)
   assert.is(fake.requests.length, 1, 'no retry after the abort')
 })
 
@@ -174,7 +173,7 @@ openai('rejects at once when the turn is aborted while waiting to retry', async 
   fake.queue({ status: 429, retryAfter: 5 })
   const controller = new AbortController()
   const pending = provider().complete(call(USER, { signal: controller.signal }))
-  await wait(150)
+  await sleep(150)
   const abortedAt = Date.now()
   controller.abort()
   await rejectionOf(pending, ModelError)
