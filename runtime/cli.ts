@@ -63,7 +63,9 @@ async function serveCommand(argv: string[]): Promise<number> {
     const e = err as NodeJS.ErrnoException
     const reason = e.code === 'EADDRINUSE' ? `the address is already in use (${e.message.replace(/^listen EADDRINUSE: address already in use /, '')})` : e.message
     process.stderr.write(`hookgate serve: cannot start: ${reason}\n`)
-    return EXIT.refused
+    // Promptly, whatever a half-started bundle may have left running (stderr to a pipe or file is
+    // written synchronously, so the line above is out).
+    process.exit(EXIT.refused)
   }
   process.on('SIGHUP', () => void service.reload())
   await new Promise<void>((resolveStop) => {

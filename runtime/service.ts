@@ -16,6 +16,7 @@ import { createHandler, type RequestLog, type Serving } from './http/server.js'
 import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
 import { isoNow } from './clock.js'
+import { acquireStateLock } from './store/state-lock.js'
 
 export interface ServeOptions {
   bundle: string
@@ -55,20 +56,53 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const first = await loadBundle(bundleFile)
   const stateDir = options.stateDir ? resolve(options.stateDir) : resolve(first.configDir, first.config.server.stateDir)
 
-  let serving = prepare(first, stateDir, (token, where) => {
-    write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
+  // Nothing in the state is opened, written or resumed before this process owns it and its
+  // listener is bound: a second server on the same state or a busy port stops here, having
+  // touched nothing, and start-up failures leave no workers or files behind.
+  const lock = acquireStateLock(stateDir)
+  const server = createServer({
+    // Node's own timers answer without our JSON body, so they sit behind the body timeout.
+    requestTimeout: first.config.server.bodyTimeoutMs + 5000,
+    headersTimeout: Math.min(first.config.server.bodyTimeoutMs + 2000, 60_000),
+    keepAliveTimeout: 5000,
+    // Node checks the two timeouts above only this often (30 s by default): a client dripping its
+    // headers would hold its connection far past headersTimeout.
+    connectionsCheckingInterval: 1000,
   })
-  await serving.pool?.warm()
-  const engine = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true, ...serving.wiring })
-  const compacted = engine.runs.compaction
-  if (compacted) info('run history compacted', { keptRuns: compacted.keptRuns, droppedRuns: compacted.droppedRuns, bytesBefore: compacted.bytesBefore, bytesAfter: compacted.bytesAfter })
-  const resumed = engine.resumeUnfinished()
-  if (resumed > 0) info('resumed unfinished runs', { runs: resumed })
-  const limiter = new AuthLimiter(first.config.server.authFailures)
-  const idempotency = new IdempotencyIndex(first.config.server.idempotencyWindowMs)
-  idempotency.load(engine.runs.list())
-  // After the keys are loaded, keep only the recent history in memory.
-  engine.runs.trim()
+  let firstServing: ReturnType<typeof prepare> | undefined
+  let opened: Engine | undefined
+  let limiter: AuthLimiter
+  let idempotency: IdempotencyIndex
+  const host = options.host ?? first.config.server.host
+  const port = options.port ?? first.config.server.port
+  try {
+    await new Promise<void>((ok, fail) => {
+      server.once('error', fail)
+      server.listen(port, host, () => { server.off('error', fail); ok() })
+    })
+    // From here to the handler everything is synchronous: no request is read before it is wired.
+    firstServing = prepare(first, stateDir, (token, where) => {
+      write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
+    })
+    opened = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true, ...firstServing.wiring })
+    const compacted = opened.runs.compaction
+    if (compacted) info('run history compacted', { keptRuns: compacted.keptRuns, droppedRuns: compacted.droppedRuns, bytesBefore: compacted.bytesBefore, bytesAfter: compacted.bytesAfter })
+    const resumed = opened.resumeUnfinished()
+    if (resumed > 0) info('resumed unfinished runs', { runs: resumed })
+    limiter = new AuthLimiter(first.config.server.authFailures)
+    idempotency = new IdempotencyIndex(first.config.server.idempotencyWindowMs)
+    idempotency.load(opened.runs.list())
+    // After the keys are loaded, keep only the recent history in memory.
+    opened.runs.trim()
+  } catch (err) {
+    await new Promise<void>((ok) => server.close(() => ok()))
+    await firstServing?.pool?.close()
+    await opened?.close().catch(() => {})
+    lock.release()
+    throw err
+  }
+  let serving = firstServing
+  const engine = opened
   const startedAt = Date.now()
   const handler = createHandler({
     current: () => serving,
@@ -79,29 +113,16 @@ export async function startService(options: ServeOptions): Promise<Service> {
     logBodies: options.logBodies === true,
     log: (entry: RequestLog) => write(requestLine(entry)),
   })
-
-  const server = createServer({
-    // Node's own timers answer without our JSON body, so they sit behind the body timeout.
-    requestTimeout: first.config.server.bodyTimeoutMs + 5000,
-    headersTimeout: Math.min(first.config.server.bodyTimeoutMs + 2000, 60_000),
-    keepAliveTimeout: 5000,
-    // Node checks the two timeouts above only this often (30 s by default): a client dripping its
-    // headers would hold its connection far past headersTimeout.
-    connectionsCheckingInterval: 1000,
-  }, handler)
+  server.on('request', handler)
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy()
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
     const body = JSON.stringify({ ok: false, error: status === 431 ? 'the request headers are too large' : status === 408 ? 'the request did not arrive in time' : 'the request is not valid HTTP', code: status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request' })
     socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
   })
+  // Transform workers start once the server is up (a request that needs one waits for it).
+  serving.pool?.warm().catch((err: Error) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'transform workers did not start', error: err.message })))
 
-  const host = options.host ?? first.config.server.host
-  const port = options.port ?? first.config.server.port
-  await new Promise<void>((ok, fail) => {
-    server.once('error', fail)
-    server.listen(port, host, () => { server.off('error', fail); ok() })
-  })
   const address = server.address() as AddressInfo
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${shownHost}:${address.port}`
@@ -164,6 +185,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       const drained = await engine.drain(grace)
       if (!drained) info('grace period over; unfinished runs resume at the next start')
       await engine.close()
+      lock.release()
       out?.flush()
     })()
     return closing
