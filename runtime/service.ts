@@ -112,6 +112,15 @@ export async function startService(options: ServeOptions): Promise<Service> {
     startedAt,
     logBodies: options.logBodies === true,
     log: (entry: RequestLog) => write(requestLine(entry)),
+    degraded: () => {
+      const reasons: string[] = []
+      const store = engine.storeHealth()
+      if (!store.ok) reasons.push(store.reason)
+      if (reloadFailure) reasons.push(`the last bundle reload failed (still serving the previous bundle): ${reloadFailure}`)
+      const limit = serving.bundle.config.server.maxPendingRuns
+      if (engine.backlog >= limit) reasons.push(`the backlog is full: ${engine.backlog} accepted runs waiting (server.maxPendingRuns ${limit})`)
+      return reasons
+    },
   })
   server.on('request', handler)
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
@@ -128,6 +137,8 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const url = `http://${shownHost}:${address.port}`
   write(`hookgate listening on ${url}${first.config.basePath} (bundle ${first.manifest.inputsHash.slice(0, 19)}…, ${first.manifest.routes.length} routes, state ${stateDir})`)
 
+  /** why the last reload was refused, until one succeeds (or finds the bundle unchanged) */
+  let reloadFailure: string | null = null
   let reloading: Promise<boolean> | undefined
   const reload = (): Promise<boolean> => {
     reloading ??= (async () => {
@@ -135,6 +146,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
         const next = await loadBundle(bundleFile)
         if (next.manifest.inputsHash === serving.bundle.manifest.inputsHash) {
           info('bundle unchanged; nothing to reload', { bundle: next.manifest.inputsHash })
+          reloadFailure = null
           return false
         }
         const prepared = prepare(next, stateDir, () => {})
@@ -148,9 +160,11 @@ export async function startService(options: ServeOptions): Promise<Service> {
         engine.configure(next.config, next.workflows, prepared.wiring)
         idempotency.setWindow(next.config.server.idempotencyWindowMs)
         info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
+        reloadFailure = null
         return true
       } catch (err) {
         write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'bundle reload refused; still serving the previous bundle', error: (err as Error).message }))
+        reloadFailure = (err as Error).message
         return false
       } finally {
         reloading = undefined

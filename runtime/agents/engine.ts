@@ -12,7 +12,7 @@ import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { templateHelpers } from '../template-helpers.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
-import { MainSession, SESSION_COMPACT_ABOVE_BYTES, fileSize, type Route } from './session.js'
+import { MainSession, SESSION_COMPACT_ABOVE_BYTES, TURN_REPLY_MAX_CHARS, clipText, fileSize, type Route } from './session.js'
 
 export interface Origin {
   definitionKind: 'hook' | 'trigger' | 'task'
@@ -112,6 +112,7 @@ export class Engine {
     }
     if (fileSize(path) > compactAboveBytes) {
       Journal.rewrite(path, records.filter((r) => this.unfinishedAtStart.has(r.runId)), { fsync })
+      Journal.sweepBlobs(path)
     }
     this.isolated = Journal.open<IsolatedRecord>(path, { fsync })
     this.slots = new Semaphore(config.server.concurrency ?? 4)
@@ -250,6 +251,19 @@ export class Engine {
     return this.pendingRuns
   }
 
+  /** Whether every journal the engine writes can write now; the first reason when not. */
+  storeHealth(): { ok: true } | { ok: false; reason: string } {
+    const runs = this.runs.health
+    if (!runs.ok) return runs
+    const isolated = this.isolated.health
+    if (!isolated.ok) return isolated
+    for (const s of this.sessions.values()) {
+      const h = s.journal.health
+      if (!h.ok) return h
+    }
+    return { ok: true }
+  }
+
   private async agentTurn(row: RunRow, req: AgentRequest): Promise<void> {
     if (this.closed) return
     await this.runs.transition(row.id, 'running')
@@ -258,7 +272,8 @@ export class Engine {
     try {
       if (reply === undefined) {
         reply = (await this.complete(req.agentId, req.model, [{ role: 'user', content: prompt }], req.thinking, req.timeoutSeconds ?? DEFAULT_TURN_TIMEOUT_SECONDS)).text
-        await this.isolated.append({ type: 'isolated', runId: row.id, sessionKey: req.sessionKey, at: new Date().toISOString(), prompt, reply })
+        // The prompt is kept as a transcript (cut: it is rebuilt from the run's request on resume); the reply whole, to deliver it after a crash.
+        await this.isolated.append({ type: 'isolated', runId: row.id, sessionKey: req.sessionKey, at: new Date().toISOString(), prompt: clipText(prompt, TURN_REPLY_MAX_CHARS), reply })
         this.replies.set(row.id, reply)
       }
     } catch (err) {

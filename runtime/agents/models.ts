@@ -28,12 +28,19 @@ export interface ModelProvider {
   complete(call: ModelCall): Promise<ModelReply>
 }
 
-/** `builtin/echo`: deterministic, offline; answers with the last user message it was given. */
+/** The most `builtin/echo` repeats of its prompt: a real model's reply is bounded too. */
+export const ECHO_MAX_CHARS = 4096
+
+/**
+ * `builtin/echo`: deterministic, offline; answers with the last user message it was given, cut
+ * to ECHO_MAX_CHARS (a reply that repeated a 250 KB prompt whole made records no store wanted).
+ */
 export const echoProvider: ModelProvider = {
   async complete(call) {
     if (call.signal.aborted) throw new ModelError('the turn was aborted')
     const last = [...call.messages].reverse().find((m) => m.role === 'user')
-    return { text: `echo: ${last?.content ?? ''}` }
+    const content = last?.content ?? ''
+    return { text: content.length <= ECHO_MAX_CHARS ? `echo: ${content}` : `echo: ${content.slice(0, ECHO_MAX_CHARS)}… (${content.length - ECHO_MAX_CHARS} more characters)` }
   },
 }
 

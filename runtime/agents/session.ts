@@ -1,7 +1,6 @@
 // One agent's main session on disk: the queue of system events a heartbeat turn reads, the turns
 // it ran, and the last delivery route (`channel: last`). Identical consecutive events collapse into
 // one line of the turn's prompt; the queue is bounded, and the oldest events are dropped first.
-import { statSync } from 'node:fs'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 
@@ -17,12 +16,17 @@ export interface Route { channel: string; to: string | null }
 /** A session journal (main.jsonl, isolated.jsonl) larger than this is compacted when it is opened. */
 export const SESSION_COMPACT_ABOVE_BYTES = 16 * 1024 * 1024
 
+/** A turn's reply as its record keeps it (history, not a transcript to resume from). */
+export const TURN_REPLY_MAX_CHARS = 64 * 1024
+
+/** Bytes a session journal takes on disk, its blobs included (what compaction weighs). */
 export function fileSize(path: string): number {
-  try {
-    return statSync(path).size
-  } catch {
-    return 0
-  }
+  return Journal.diskBytes(path)
+}
+
+/** At most `max` characters, the cut marked. */
+export function clipText(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`
 }
 
 /** The run an event belongs to: `event:<run>` (a wake), `summary:<run>`, `step:<run>:<step>`. */
@@ -86,6 +90,7 @@ export class MainSession {
       const compacted: SessionRecord[] = [...(route ? [route] : []), ...kept]
       if (readForOpenRuns.length > 0) compacted.push({ type: 'turn', id: 'turn:compacted', at: new Date().toISOString(), events: readForOpenRuns, reply: '' })
       Journal.rewrite(path, compacted, { fsync: options.fsync })
+      Journal.sweepBlobs(path)
     }
     const s = new MainSession(agentId, Journal.open<SessionRecord>(path, { fsync: options.fsync }), runner)
     if (route) s.lastRoute = { channel: route.channel, to: route.to }
@@ -168,7 +173,13 @@ export class MainSession {
     } catch (err) {
       error = (err as Error).message
     }
-    await this.journal.append({ type: 'turn', id: `turn:${events[0]!.id}`, at: new Date().toISOString(), events: events.map((e) => e.id), reply, ...(error ? { error } : {}) })
+    // The events are out of the queue: whatever happens to the record, their wakes are settled, so
+    // no acknowledged wake is left queued (a turn that cannot be recorded fails them, saying why).
+    try {
+      await this.journal.append({ type: 'turn', id: `turn:${events[0]!.id}`, at: new Date().toISOString(), events: events.map((e) => e.id), reply: clipText(reply, TURN_REPLY_MAX_CHARS), ...(error ? { error } : {}) })
+    } catch (err) {
+      error = `could not be recorded (${(err as Error).message})`
+    }
     await this.runner.settleWakes(events.map((e) => e.runId).filter(Boolean), error && `the heartbeat turn failed: ${error}`)
   }
 

@@ -48,13 +48,20 @@ export interface HandlerDeps {
   log(entry: RequestLog): void
   /** a debugging aid: put (the start of) each body into its log line */
   logBodies?: boolean
+  /** why the service cannot do its work now (empty when healthy): /healthz answers 503 with them */
+  degraded?(): string[]
 }
 
 /** Bytes of an unread body drained after a refusal to keep the connection; above it, close. */
 const DRAIN_LIMIT = 64 * 1024
 
 /** What the handler learns along the way and the log line reports. */
-interface RequestNotes { runId?: string; body?: string }
+interface RequestNotes {
+  runId?: string
+  body?: string
+  /** the definition a request matched (a built-in or a mapping): a failure after it still gets a row */
+  matched?: { definitionKind: 'hook' | 'trigger'; definitionId: string; correlationId: string; action: 'wake' | 'agent' | 'workflow' }
+}
 
 export function createHandler(given: HandlerDeps) {
   const deps: Required<Pick<HandlerDeps, 'idempotency'>> & HandlerDeps = { ...given, idempotency: given.idempotency ?? new IdempotencyIndex(86_400_000) }
@@ -94,7 +101,13 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   const base = config.basePath
 
   if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {
-    sendJson(res, 200, { ok: true, bundle: bundle.manifest.inputsHash, compilerVersion: bundle.manifest.compilerVersion, routes: bundle.manifest.routes.length, uptimeSeconds: Math.round((Date.now() - deps.startedAt) / 1000) })
+    const reasons = deps.degraded?.() ?? []
+    const facts = { bundle: bundle.manifest.inputsHash, compilerVersion: bundle.manifest.compilerVersion, routes: bundle.manifest.routes.length, uptimeSeconds: Math.round((Date.now() - deps.startedAt) / 1000) }
+    if (reasons.length > 0) {
+      sendJson(res, 503, { ok: false, status: 'degraded', reasons, ...facts }, { 'retry-after': '5' })
+      return 503
+    }
+    sendJson(res, 200, { ok: true, status: 'ok', ...facts })
     return 200
   }
   if (path !== base && !path.startsWith(base + '/')) throw new HttpError(404, 'not_found', `nothing is served at ${path.slice(0, 200)}`)
@@ -116,6 +129,9 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   const name = decodeName(path.slice(base.length + 1))
   const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)
   if (name === '' || (name !== 'wake' && name !== 'agent' && !routes)) throw new HttpError(404, 'no_mapping', name === '' ? 'name a hook: POST to a path under the base path' : `no mapping for ${base}/${name.slice(0, 200)}`)
+  // Nothing is acknowledged that is not on disk: while the store cannot write, refuse at once.
+  const store = deps.engine.storeHealth()
+  if (!store.ok) throw new HttpError(503, 'store_unavailable', 'the run store cannot write right now; try again shortly', { 'retry-after': '5' })
   const limit = routes ? maxBodyBytes(routes, config.server.maxBodyBytes) : config.server.maxBodyBytes
   const body = await readBody(req, limit, config.server.bodyTimeoutMs)
   if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')
@@ -136,6 +152,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
     /** The run row carries its id, the key and the answer, so a replay survives a restart. */
     const answer = (status: number, body: (runId: string) => Record<string, unknown>): RowExtra & { send(): number } => {
       const id = randomUUID()
+      notes.runId = id
       const response = { status, body: { ok: true, ...body(id) } }
       return {
         id,
@@ -149,8 +166,16 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
         },
       }
     }
-    const status = await dispatch(req, res, serving, deps, name, payload, body.length, params, now, correlationId, source, answer)
-    return status
+    try {
+      return await dispatch(req, res, serving, deps, name, payload, body.length, params, now, correlationId, source, answer, notes)
+    } catch (err) {
+      // A matching request that failed unexpectedly (a 500) still leaves its row, unless its run was written.
+      const m = notes.matched
+      if (m && !(err instanceof HttpError) && !(notes.runId && deps.engine.runs.get(notes.runId))) {
+        await deps.engine.recordOutcome(m, m.action, 'failed', `the request could not be handled: ${(err as Error)?.message ?? String(err)}`).catch(() => {})
+      }
+      throw err
+    }
   } finally {
     if (idem?.kind === 'new') idem.finish(stored)
   }
@@ -159,8 +184,9 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
 type Answer = (status: number, body: (runId: string) => Record<string, unknown>) => RowExtra & { send(): number }
 
 /** payload validation → policy → mapping/transform → action, once the body is in. */
-async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, bodyBytes: number, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer): Promise<number> {
+async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, bodyBytes: number, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer, notes: RequestNotes): Promise<number> {
   const config = serving.bundle.config
+  if (name === 'wake' || name === 'agent') notes.matched = { definitionKind: 'hook', definitionId: name, correlationId, action: name }
   if (name === 'wake') {
     const w = parseWakeRequest(payload)
     const reply = answer(200, (runId) => ({ action: 'wake', runId, mode: w.mode }))
@@ -182,6 +208,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   // The body was read up to the largest limit on the name; the chosen mapping's own limit rules.
   const chosen = selectRoute(serving.bundle.routeTable.get(name) ?? [], payload)
   if (!chosen) throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
+  notes.matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId, action: chosen.action }
   const limit = chosen.maxBodyBytes ?? config.server.maxBodyBytes
   if (bodyBytes > limit) throw new HttpError(413, 'payload_too_large', `the body is ${bodyBytes} bytes; the limit for this mapping is ${limit}`)
   const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }

@@ -4,15 +4,34 @@
 // for the next one, which writes all of them with one write call and one fdatasync, so many
 // concurrent requests pay for one disk round trip between them (latency, not throughput).
 //
-// Failure model: a failed write or fdatasync rejects every append of that flush and fails the
-// journal for good (every later append rejects with the same cause). After a failed fsync the
-// kernel may already have dropped the dirty pages, so retrying could acknowledge records that
-// are not on disk; restarting the process re-reads the file and repairs a torn tail on open.
-import { close, closeSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, rmSync, write, writeSync } from 'node:fs'
-import { dirname, resolve } from 'node:path'
+// Large records: a record whose line would pass INLINE_MAX_BYTES is written whole into a
+// content-addressed file beside the journal (`<path>.blobs/<sha256>`, synced, then its directory)
+// and the journal holds a one-line stub naming it; read() puts the record back in its place. So
+// any record the process can hold is recorded, and the journal's own lines stay small. Callers
+// may also attach a blob of their own (attach()) to name it from a record, to load it lazily.
+//
+// Failure model: a failed write or fdatasync (a full disk, an I/O error) does not acknowledge or
+// drop anything. The batch stays queued, the file is cut back to the last durable byte, and the
+// whole batch is written and synced again with backoff until it succeeds: rewriting the bytes
+// (rather than retrying only the fsync) is what makes a retry after a failed fsync safe, since
+// the kernel may have dropped the dirty pages. Meanwhile `health` reports the cause, so the
+// server can refuse new work (503) instead of queueing it. Errors that retrying cannot mend
+// (a closed descriptor, a read-only file system) fail the journal for good, as does close()
+// while it cannot write: what was queued then is rejected, never acknowledged.
+import { createHash } from 'node:crypto'
+import { close, closeSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, write, writeSync } from 'node:fs'
+import { open as openAsync } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
 
-/** One record's line (JSON text plus its newline) may not exceed this. */
+/** A record whose line (JSON text plus its newline) is longer than this is written as a blob. */
+export const INLINE_MAX_BYTES = 256 * 1024
+/** Lines read back are never longer than this (a stub or an inline record is far shorter). */
 export const MAX_LINE_BYTES = 1024 * 1024
+/** Retries of a failed flush wait this long at first, doubling up to RETRY_MAX_MS. */
+const RETRY_FIRST_MS = 50
+const RETRY_MAX_MS = 2000
+/** Errors a later attempt may not meet (space freed, a transient I/O error): retried. */
+const RETRYABLE = new Set(['ENOSPC', 'EDQUOT', 'EIO', 'EAGAIN', 'EINTR', 'ENOMEM', 'EBUSY'])
 
 const NEWLINE = 0x0a
 const READ_CHUNK_BYTES = 1024 * 1024
@@ -29,7 +48,17 @@ export interface JournalStats {
   flushes: number
   /** fdatasync calls */
   fsyncs: number
+  /** flush attempts that failed (each was retried or, past mending, rejected) */
+  failures: number
+  /** records written as blobs beside the journal */
+  blobs: number
 }
+
+/** What one flush attempt did, for metrics (Journal.onFlush). */
+export interface FlushEvent { path: string; writeSeconds: number; fsyncSeconds: number; bytes: number; records: number; ok: boolean; error?: string }
+
+/** Whether the journal is writing; while not, since when and why. */
+export type JournalHealth = { ok: true } | { ok: false; since: number; reason: string }
 
 export interface JournalReadResult<R> {
   records: R[]
@@ -50,9 +79,14 @@ export class JournalError extends Error {
   }
 }
 
-/** The appends waiting for the next flush: their lines, and one promise they all share. */
+/** A record or an attachment written as a content-addressed file beside the journal. */
+interface Blob { name: string; bytes: Buffer }
+
+/** The appends waiting for the next flush: their lines, their blobs, and one promise they all share. */
 interface Batch {
   lines: string[]
+  blobs: Blob[]
+  records: number
   promise: Promise<void>
   resolve: () => void
   reject: (err: Error) => void
@@ -64,12 +98,15 @@ function newBatch(): Batch {
   const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej })
   // A caller that gave up on its append must not turn a failed flush into an unhandled rejection.
   promise.catch(() => {})
-  return { lines: [], promise, resolve, reject }
+  return { lines: [], blobs: [], records: 0, promise, resolve, reject }
 }
 
 export class Journal<R extends object> {
+  /** called after every flush attempt (metrics); must not throw */
+  static onFlush: ((e: FlushEvent) => void) | undefined
+
   readonly path: string
-  readonly stats: JournalStats = { appends: 0, flushes: 0, fsyncs: 0 }
+  readonly stats: JournalStats = { appends: 0, flushes: 0, fsyncs: 0, failures: 0, blobs: 0 }
   /** bytes of a torn last line that open() cut off (0 when the file ended cleanly) */
   readonly repairedBytes: number
 
@@ -81,15 +118,76 @@ export class Journal<R extends object> {
   private flushing: Promise<void> = Promise.resolve()
   private flushActive = false
   private flushScheduled = false
+  /** set when an error no retry can mend failed the journal for good */
   private failure: Error | null = null
+  /** set while flushes fail and are being retried */
+  private trouble: { since: number; reason: string } | null = null
   private closing = false
   private closed: Promise<void> | null = null
+  /** bytes of the file known to be written and synced: a failed flush is cut back to here */
+  private size: number
+  private blobDirReady = false
 
-  private constructor(path: string, fd: number, fsync: boolean, repairedBytes: number) {
+  private constructor(path: string, fd: number, fsync: boolean, repairedBytes: number, size: number) {
     this.path = path
     this.fd = fd
     this.fsync = fsync
     this.repairedBytes = repairedBytes
+    this.size = size
+  }
+
+  get health(): JournalHealth {
+    if (this.failure) return { ok: false, since: 0, reason: `cannot write ${this.path}: ${this.failure.message}` }
+    if (this.trouble) return { ok: false, since: this.trouble.since, reason: this.trouble.reason }
+    return { ok: true }
+  }
+
+  /** The folder of this journal's blobs. */
+  static blobDir(path: string): string {
+    return `${resolve(path)}.blobs`
+  }
+
+  /** The content address of a blob's bytes. */
+  static blobName(bytes: Buffer): string {
+    return createHash('sha256').update(bytes).digest('hex')
+  }
+
+  /** A blob's bytes (sync: start-up and the CLI); throws when it is missing. */
+  static readBlob(path: string, name: string): Buffer {
+    if (!/^[0-9a-f]{64}$/.test(name)) throw new JournalError('record_not_serialisable', `not a blob name: ${name.slice(0, 80)}`)
+    return readFileSync(join(Journal.blobDir(path), name))
+  }
+
+  /** Bytes on disk: the journal and its blobs (what start-up compaction weighs). */
+  static diskBytes(path: string): number {
+    let total = 0
+    try { total += statSync(path).size } catch { return 0 }
+    const dir = Journal.blobDir(path)
+    let names: string[] = []
+    try { names = readdirSync(dir) } catch { return total }
+    for (const n of names) {
+      try { total += statSync(join(dir, n)).size } catch { /* removed meanwhile */ }
+    }
+    return total
+  }
+
+  /**
+   * Removes blobs no longer named (after a compaction rewrote the journal): `keep` holds the
+   * names still in use beside the stubs of the file itself. Sync: start-up only.
+   */
+  static sweepBlobs(path: string, keep: ReadonlySet<string> = new Set()): number {
+    const dir = Journal.blobDir(path)
+    let names: string[]
+    try { names = readdirSync(dir) } catch { return 0 }
+    const named = new Set(keep)
+    for (const stub of readStubNames(path)) named.add(stub)
+    let removed = 0
+    for (const n of names) {
+      if (named.has(n)) continue
+      rmSync(join(dir, n), { force: true })
+      removed++
+    }
+    return removed
   }
 
   /** Opens (creating if needed) the journal at `path` and cuts a torn last line back to the last newline. */
@@ -101,27 +199,39 @@ export class Journal<R extends object> {
     const existed = existsSync(file)
     const fd = openSync(file, 'a+', 0o600)
     let repairedBytes = 0
+    let size = 0
     try {
       repairedBytes = repairTornTail(fd, fsync)
+      size = fstatSync(fd).size
       if (fsync && !existed) syncDirectories(dir, firstCreatedDir)
     } catch (err) {
       closeSync(fd)
       throw err
     }
-    return new Journal<R>(file, fd, fsync, repairedBytes)
+    return new Journal<R>(file, fd, fsync, repairedBytes, size)
   }
 
   /**
    * Queues the records and resolves once all of them are written (and fdatasync'ed). The records
-   * of one call are written together or not at all: a record that cannot be serialised or whose
-   * line exceeds MAX_LINE_BYTES rejects the whole call before anything is queued.
+   * of one call are written together or not at all: a record that cannot be serialised rejects
+   * the whole call before anything is queued. A record too long for a line goes into a blob.
    */
   append(...records: R[]): Promise<void> {
     if (this.closing) return Promise.reject(new JournalError('journal_closed', `journal ${this.path} is closed`))
     if (this.failure) return Promise.reject(this.failedError())
     let lines: string[]
+    let blobs: Blob[] | undefined
     try {
       lines = records.map(serialise)
+      for (let i = 0; i < lines.length; i++) {
+        const line = lines[i]!
+        // A UTF-16 unit is at most 3 bytes of UTF-8: short lines need no byte count.
+        if (line.length * 3 <= INLINE_MAX_BYTES || Buffer.byteLength(line, 'utf8') <= INLINE_MAX_BYTES) continue
+        const bytes = Buffer.from(line, 'utf8')
+        const name = Journal.blobName(bytes)
+        ;(blobs ??= []).push({ name, bytes })
+        lines[i] = `{"$blob":"${name}","bytes":${bytes.length}}\n`
+      }
     } catch (err) {
       return Promise.reject(err)
     }
@@ -131,14 +241,31 @@ export class Journal<R extends object> {
     // hot path allocates a line per record and nothing per append.
     const batch = this.queue ?? (this.queue = newBatch())
     for (const line of lines) batch.lines.push(line)
+    if (blobs) for (const b of blobs) batch.blobs.push(b)
+    batch.records += lines.length
     this.scheduleFlush()
     return batch.promise
   }
 
-  /** Waits for every queued append, then closes the file. Safe to call more than once. */
+  /**
+   * Queues `bytes` as a blob written (and synced) no later than the records appended after it in
+   * the same tick, and returns its name, for a record to refer to (RunStore's large requests).
+   */
+  attach(bytes: Buffer): string {
+    const name = Journal.blobName(bytes)
+    const batch = this.queue ?? (this.queue = newBatch())
+    batch.blobs.push({ name, bytes })
+    return name
+  }
+
+  /**
+   * Waits for every queued append, then closes the file. Safe to call more than once. While the
+   * journal cannot write, what is still queued is rejected rather than waited for.
+   */
   close(): Promise<void> {
     if (this.closed) return this.closed
     this.closing = true
+    this.wakeRetry?.()
     this.closed = (async () => {
       while (this.flushActive || this.queue !== null) {
         if (this.flushActive) await this.flushing
@@ -156,6 +283,7 @@ export class Journal<R extends object> {
    */
   static read<R>(path: string): JournalReadResult<R> {
     const out: JournalReadResult<R> = { records: [], torn: 0, corrupt: 0 }
+    const blobDir = Journal.blobDir(path)
     let fd: number
     try {
       fd = openSync(path, 'r')
@@ -172,7 +300,7 @@ export class Journal<R extends object> {
       let pendingBad = false
       const takeLine = (line: Buffer | null): void => {
         if (pendingBad) { out.corrupt += 1; pendingBad = false }
-        const record = line === null ? undefined : parseRecord<R>(line)
+        const record = line === null ? undefined : resolveStub<R>(parseRecord<R>(line), blobDir)
         if (record === undefined) {
           if (line === null || !isBlank(line)) pendingBad = true
         } else {
@@ -234,7 +362,8 @@ export class Journal<R extends object> {
         chars = 0
       }
       for (const record of records) {
-        const line = serialise(record)
+        let line = serialise(record)
+        if (line.length * 3 > INLINE_MAX_BYTES && Buffer.byteLength(line, 'utf8') > INLINE_MAX_BYTES) line = writeBlobSync(path, Buffer.from(line, 'utf8'), sync)
         lines.push(line)
         chars += line.length
         if (chars >= READ_CHUNK_BYTES) flush()
@@ -256,6 +385,9 @@ export class Journal<R extends object> {
   private failedError(): JournalError {
     return new JournalError('journal_failed', `journal ${this.path} failed earlier and accepts no more records (${this.failure!.message}); restart to recover`, { cause: this.failure })
   }
+
+  /** ends the current retry wait early (close) */
+  private wakeRetry: (() => void) | undefined
 
   /** Starts a flush on the next microtask, so that a synchronous burst of appends shares the first one. */
   private scheduleFlush(now = false): void {
@@ -286,25 +418,135 @@ export class Journal<R extends object> {
   private async flushBatch(): Promise<void> {
     const batch = this.queue!
     this.queue = null
-    if (this.failure) {
-      batch.reject(this.failedError())
-      return
-    }
-    try {
-      const bytes = Buffer.from(batch.lines.length === 1 ? batch.lines[0]! : batch.lines.join(''), 'utf8')
-      this.stats.flushes += 1
-      await writeAll(this.fd, bytes)
-      if (this.fsync) {
-        this.stats.fsyncs += 1
-        await new Promise<void>((res, rej) => fdatasync(this.fd, (err) => (err ? rej(err) : res())))
+    const bytes = batch.lines.length === 0 ? EMPTY : Buffer.from(batch.lines.length === 1 ? batch.lines[0]! : batch.lines.join(''), 'utf8')
+    let delay = RETRY_FIRST_MS
+    for (let attempt = 0; ; attempt++) {
+      if (this.failure) {
+        batch.reject(this.failedError())
+        return
       }
-    } catch (cause) {
-      this.failure = cause instanceof Error ? cause : new Error(String(cause))
-      batch.reject(new JournalError('journal_failed', `could not write to journal ${this.path}: ${this.failure.message}`, { cause }))
+      let writeSeconds = 0
+      let fsyncSeconds = 0
+      try {
+        const t0 = performance.now()
+        // Whatever part of a failed attempt reached the file is cut off: the batch is written whole.
+        if (attempt > 0) ftruncateSync(this.fd, this.size)
+        if (batch.blobs.length > 0) await this.writeBlobs(batch.blobs)
+        this.stats.flushes += 1
+        if (bytes.length > 0) await writeAll(this.fd, bytes)
+        const t1 = performance.now()
+        if (this.fsync && bytes.length > 0) {
+          this.stats.fsyncs += 1
+          await new Promise<void>((res, rej) => fdatasync(this.fd, (err) => (err ? rej(err) : res())))
+        }
+        writeSeconds = (t1 - t0) / 1000
+        fsyncSeconds = (performance.now() - t1) / 1000
+      } catch (cause) {
+        const err = cause instanceof Error ? cause : new Error(String(cause))
+        this.stats.failures += 1
+        Journal.onFlush?.({ path: this.path, writeSeconds, fsyncSeconds, bytes: bytes.length, records: batch.records, ok: false, error: (err as NodeJS.ErrnoException).code ?? err.message })
+        const code = (err as NodeJS.ErrnoException).code ?? ''
+        if (!RETRYABLE.has(code)) {
+          this.failure = err
+          batch.reject(new JournalError('journal_failed', `could not write to journal ${this.path}: ${err.message}`, { cause }))
+          return
+        }
+        this.trouble ??= { since: Date.now(), reason: `cannot write ${this.path}: ${err.message}` }
+        if (this.closing) {
+          batch.reject(new JournalError('journal_failed', `journal ${this.path} closed while it could not write (${err.message}); nothing of this batch was acknowledged`, { cause }))
+          return
+        }
+        await new Promise<void>((res) => {
+          const timer = setTimeout(() => { this.wakeRetry = undefined; res() }, delay)
+          this.wakeRetry = () => { clearTimeout(timer); this.wakeRetry = undefined; res() }
+        })
+        delay = Math.min(delay * 2, RETRY_MAX_MS)
+        continue
+      }
+      this.size += bytes.length
+      this.trouble = null
+      Journal.onFlush?.({ path: this.path, writeSeconds, fsyncSeconds, bytes: bytes.length, records: batch.records, ok: true })
+      batch.resolve()
       return
     }
-    batch.resolve()
   }
+
+  /** Each blob whole in its own file (written beside, synced, renamed), then the folder synced once. */
+  private async writeBlobs(blobs: Blob[]): Promise<void> {
+    const dir = Journal.blobDir(this.path)
+    if (!this.blobDirReady) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 })
+      if (this.fsync) syncDirectories(dirname(dir), undefined)
+      this.blobDirReady = true
+    }
+    for (const blob of blobs) {
+      const file = join(dir, blob.name)
+      try {
+        if (statSync(file).size === blob.bytes.length) continue // the same content, written before
+      } catch { /* not there yet */ }
+      const tmp = `${file}.${process.pid}.tmp`
+      const handle = await openAsync(tmp, 'w', 0o600)
+      try {
+        for (let off = 0; off < blob.bytes.length;) off += (await handle.write(blob.bytes, off, blob.bytes.length - off)).bytesWritten
+        if (this.fsync) await handle.datasync()
+      } catch (err) {
+        await handle.close().catch(() => {})
+        rmSync(tmp, { force: true })
+        throw err
+      }
+      await handle.close()
+      renameSync(tmp, file)
+      this.stats.blobs += 1
+    }
+    if (this.fsync) syncDirectories(dir, undefined)
+  }
+}
+
+const EMPTY = Buffer.alloc(0)
+
+/** A stub line's record, read back from its blob; anything else as it is. Unreadable → undefined. */
+function resolveStub<R>(record: R | undefined, blobDir: string): R | undefined {
+  if (record === undefined) return undefined
+  const stub = record as { $blob?: unknown }
+  if (typeof stub.$blob !== 'string') return record
+  if (!/^[0-9a-f]{64}$/.test(stub.$blob)) return undefined
+  try {
+    return parseRecord<R>(readFileSync(join(blobDir, stub.$blob)))
+  } catch {
+    return undefined
+  }
+}
+
+/** The blob names a journal's stub lines refer to. */
+function readStubNames(path: string): string[] {
+  const names: string[] = []
+  let text: string
+  try { text = readFileSync(path, 'utf8') } catch { return names }
+  for (const m of text.matchAll(/^\{"\$blob":"([0-9a-f]{64})"/gm)) names.push(m[1]!)
+  return names
+}
+
+/** For rewrite(): the blob written (sync) and the stub line that names it. */
+function writeBlobSync(path: string, bytes: Buffer, sync: boolean): string {
+  const dir = Journal.blobDir(path)
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const name = Journal.blobName(bytes)
+  const file = join(dir, name)
+  let present = false
+  try { present = statSync(file).size === bytes.length } catch { /* not there */ }
+  if (!present) {
+    const tmp = `${file}.${process.pid}.tmp`
+    const fd = openSync(tmp, 'w', 0o600)
+    try {
+      for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off)
+      if (sync) fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
+    renameSync(tmp, file)
+    if (sync) syncDirectories(dir, undefined)
+  }
+  return `{"$blob":"${name}","bytes":${bytes.length}}\n`
 }
 
 function serialise(record: unknown): string {
@@ -317,13 +559,7 @@ function serialise(record: unknown): string {
   if (json === undefined || record === null || typeof record !== 'object') {
     throw new JournalError('record_not_serialisable', 'a journal record must be a JSON object')
   }
-  const line = json + '\n'
-  // A UTF-16 unit is at most 3 bytes of UTF-8: short lines need no byte count.
-  const size = line.length * 3 <= MAX_LINE_BYTES ? 0 : Buffer.byteLength(line, 'utf8')
-  if (size > MAX_LINE_BYTES) {
-    throw new JournalError('record_too_large', `a journal record of ${size} bytes exceeds the limit of ${MAX_LINE_BYTES} bytes per line`)
-  }
-  return line
+  return json + '\n'
 }
 
 function parseRecord<R>(line: Buffer): R | undefined {

@@ -42,6 +42,11 @@ export interface RunRow {
   result?: string
   /** what is needed to run the action again after a crash (the rendered action); `hookgate runs` shows it only with --json */
   request?: unknown
+  /**
+   * A request too large to keep in the history's own lines lives in a blob beside it (written and
+   * synced before the record naming it); memory holds it only while the run is unfinished.
+   */
+  requestBlob?: { name: string; bytes: number }
   /** the Idempotency-Key the run was started with, and a hash of the request it came with */
   idempotency?: { key: string; fingerprint: string }
   /** the answer the client was given, replayed to a repeat with the same Idempotency-Key */
@@ -71,6 +76,8 @@ export interface RunStoreOptions extends JournalOptions {
   keepHistory?: number
   /** a compaction also keeps finished runs started with an Idempotency-Key this recently (ms), default 24 h */
   keepKeysForMs?: number
+  /** a compaction keeps finished runs' request blobs up to this many bytes, newest first, default 32 MiB */
+  keepRequestBytes?: number
 }
 
 /** What a compaction at open did. */
@@ -80,6 +87,11 @@ export const DEFAULT_COMPACT_ABOVE_BYTES = 64 * 1024 * 1024
 export const DEFAULT_KEEP_HISTORY = 50_000
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
+
+/** A request whose JSON is longer than this is kept in a blob, not in the run's line. */
+export const REQUEST_INLINE_MAX_CHARS = 64 * 1024
+/** A compaction keeps the request blobs of finished runs up to this many bytes, newest first. */
+export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
 
 export const RESULT_MAX_CHARS = 500
 export const ERROR_MAX_CHARS = 1000
@@ -156,9 +168,19 @@ export class RunStore {
     store.compaction = compaction
     store.retainFinished = options.retainFinished ?? DEFAULT_RETAIN_FINISHED
     const read = Journal.read<unknown>(journal.path)
-    const ignored = fold(read.records, store.rows)
+    let ignored = fold(read.records, store.rows)
     for (const [id, row] of store.rows) {
-      if (!FINAL.has(row.status)) continue
+      if (!FINAL.has(row.status)) {
+        // An unfinished run is run again: its request comes back from its blob.
+        if (row.requestBlob && row.request === undefined) {
+          try {
+            store.rows.set(id, Object.freeze({ ...row, request: JSON.parse(Journal.readBlob(journal.path, row.requestBlob.name).toString('utf8')) as unknown }))
+          } catch {
+            ignored++ // the resume sees no request and fails the run with a reason
+          }
+        }
+        continue
+      }
       store.rows.set(id, withoutRequest(row))
       store.finished++
     }
@@ -179,7 +201,7 @@ export class RunStore {
     }
     // A new id has no write before it to wait for: the hot path skips serialise's chaining.
     const id = row.id
-    const written: Promise<RunRow> = this.journal.append({ type: 'run', row }).then(() => {
+    const written: Promise<RunRow> = this.journal.append({ type: 'run', row: this.diskRow(row) }).then(() => {
       this.rows.set(id, row)
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
@@ -190,6 +212,22 @@ export class RunStore {
     })
     this.inFlight.set(id, written)
     return written
+  }
+
+  /** The row as its line holds it: a large request goes into a blob queued ahead of the line. */
+  private diskRow(row: RunRow): RunRow {
+    if (row.request === undefined || typeof row.request !== 'object' || row.request === null) return row
+    const json = JSON.stringify(row.request)
+    if (json.length <= REQUEST_INLINE_MAX_CHARS) return row
+    const bytes = Buffer.from(json, 'utf8')
+    const name = this.journal.attach(bytes)
+    const { request: _request, ...rest } = row
+    return { ...rest, requestBlob: { name, bytes: bytes.length } }
+  }
+
+  /** Whether the history can be written now; while not, why (a full disk is retried by itself). */
+  get health(): { ok: true } | { ok: false; since: number; reason: string } {
+    return this.journal.health
   }
 
   /**
@@ -371,7 +409,7 @@ export class RunStore {
 }
 
 const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
-const DATA_FIELDS = ['request', 'idempotency', 'response'] as const
+const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob'] as const
 const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
 
 /**
@@ -383,13 +421,8 @@ const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
  * a failure leaves the old file.
  */
 function compactIfLarge(path: string, options: RunStoreOptions): Compaction | null {
-  let bytesBefore: number
-  try {
-    bytesBefore = statSync(path).size
-  } catch {
-    return null
-  }
-  if (bytesBefore <= (options.compactAboveBytes ?? DEFAULT_COMPACT_ABOVE_BYTES)) return null
+  const bytesBefore = Journal.diskBytes(path)
+  if (bytesBefore === 0 || bytesBefore <= (options.compactAboveBytes ?? DEFAULT_COMPACT_ABOVE_BYTES)) return null
   const read = Journal.read<unknown>(path)
   const rows = new Map<string, RunRow>()
   fold(read.records, rows)
@@ -406,9 +439,28 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
     }
     kept.push(row)
   }
+  // Request blobs: every unfinished run's, and finished runs' newest first within a byte budget.
+  let requestBytesLeft = options.keepRequestBytes ?? DEFAULT_KEEP_REQUEST_BYTES
+  const blobsKept = new Set<string>()
+  for (let i = kept.length - 1; i >= 0; i--) {
+    const row = kept[i]!
+    if (!row.requestBlob) continue
+    if (FINAL.has(row.status)) {
+      if (blobsKept.has(row.requestBlob.name)) continue
+      requestBytesLeft -= row.requestBlob.bytes
+      if (requestBytesLeft < 0) {
+        const { requestBlob: _dropped, ...rest } = row
+        kept[i] = rest
+        continue
+      }
+    }
+    blobsKept.add(row.requestBlob.name)
+  }
   let bytesAfter: number
   try {
-    bytesAfter = Journal.rewrite(path, (function* () { for (const row of kept) yield { type: 'run', row } })(), options)
+    Journal.rewrite(path, (function* () { for (const row of kept) yield { type: 'run', row } })(), options)
+    Journal.sweepBlobs(path, blobsKept)
+    bytesAfter = Journal.diskBytes(path)
   } catch {
     return null // the old file stays as it was
   }
