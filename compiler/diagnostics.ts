@@ -51,7 +51,7 @@ export const DiagnosticCodes = {
   UNREACHABLE_MAPPING: 'a mapping can never match because an earlier one catches everything it would',
   PRESET_SHADOWED: 'a user mapping on the same path shadows a preset mapping',
   PRESET_UNKNOWN: 'a preset name hookgate does not ship',
-  SESSION_KEY_PREFIX: 'hooks.defaultSessionKey does not start with any allowed prefix',
+  SESSION_KEY_PREFIX: 'hooks.defaultSessionKey or the sessionKey of an agent mapping does not start with any allowed prefix',
   AGENT_DEFAULT: 'not exactly one default agent',
   AGENT_DUPLICATE_ID: 'two agents have the same id',
   AGENT_UNKNOWN: 'an agentId names no declared agent',

@@ -80,18 +80,34 @@ export function resolveAgentId(explicit: string | null, config: BundleConfig): s
   return resolved
 }
 
+/** The longest session key accepted from anywhere: a request, a rendered template, a transform. */
+export const MAX_SESSION_KEY_CHARS = 512
+
 /** A caller-supplied key only when allowed and with an allowed prefix; else the default or a fresh hook:<uuid>. */
 export function resolveRequestSessionKey(requested: string | null, config: BundleConfig): string {
-  const p = config.policy
-  if (requested !== null) {
-    if (!p.allowRequestSessionKey) throw new HttpError(400, 'session_key_not_allowed', 'this server does not accept a sessionKey in the request')
-    if (p.allowedSessionKeyPrefixes.length > 0 && !p.allowedSessionKeyPrefixes.some((x) => requested.startsWith(x))) {
-      throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${p.allowedSessionKeyPrefixes.join(', ')}`)
-    }
-    if (requested.length > 512) throw new HttpError(400, 'invalid_payload', '"sessionKey" must be at most 512 characters')
-    return requested
+  if (requested === null) return config.policy.defaultSessionKey ?? `hook:${randomUUID()}`
+  if (!config.policy.allowRequestSessionKey) throw new HttpError(400, 'session_key_not_allowed', 'this server does not accept a sessionKey in the request')
+  return checkSessionKey(requested, config)
+}
+
+/**
+ * The key of a mapped agent action. A key rendered from a template or returned by a transform is
+ * chosen by the payload as much as a request's own, so the prefixes and the length limit hold for it
+ * too; allowRequestSessionKey does not apply (the mapping's author chose to derive the key). An
+ * empty key means none: the default or a fresh hook:<uuid>.
+ */
+export function resolveMappedSessionKey(key: string | null, config: BundleConfig): string {
+  if (key === null || key === '') return config.policy.defaultSessionKey ?? `hook:${randomUUID()}`
+  return checkSessionKey(key, config)
+}
+
+function checkSessionKey(key: string, config: BundleConfig): string {
+  if (key.length > MAX_SESSION_KEY_CHARS) throw new HttpError(400, 'invalid_payload', `"sessionKey" must be at most ${MAX_SESSION_KEY_CHARS} characters`)
+  const prefixes = config.policy.allowedSessionKeyPrefixes
+  if (prefixes.length > 0 && !prefixes.some((x) => key.startsWith(x))) {
+    throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${prefixes.join(', ')}`)
   }
-  return p.defaultSessionKey ?? `hook:${randomUUID()}`
+  return key
 }
 
 /** thinking needs a model whose provider has a reasoning setting; the built-in model has none. */

@@ -374,3 +374,54 @@ wakeEnvelope('a wake mapping with allowUnsafeExternalContent: true hands the hea
 })
 
 wakeEnvelope.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const mappedKeys = suite<{ h: Harness }>('the sessionKey policy on keys a mapping renders or a transform returns')
+
+const KEYS_CONFIG = `
+hooks:
+  enabled: true
+  token: "\${HOOKGATE_TEST_TOKEN}"
+  transformsDir: transforms
+  allowedSessionKeyPrefixes: ["hook:"]
+  mappings:
+    - id: rendered
+      match: { path: rendered }
+      action: agent
+      sessionKey: "{{payload.sk}}"
+      messageTemplate: "x"
+    - id: returned
+      match: { path: returned }
+      action: agent
+      messageTemplate: "x"
+      transform: { module: key.mjs }
+`
+const KEY_TRANSFORM = { 'transforms/key.mjs': 'export default function key(input) { return { sessionKey: input.payload.sk } }\n' }
+
+mappedKeys.before(async (ctx) => { ctx.h = await serve(KEYS_CONFIG, KEY_TRANSFORM) })
+mappedKeys.after(async (ctx) => { await ctx.h.close() })
+
+mappedKeys('session hijack via a mapping: a key rendered from the payload outside allowedSessionKeyPrefixes is 400 session_key_not_allowed', async ({ h }) => {
+  // Regression: sessionKey "{{payload.sk}}" let the payload pick agent:main:main whatever the prefixes said
+  assertError(await post(h.origin, '/hooks/rendered', TOKEN, { sk: 'agent:main:main' }), 400, 'session_key_not_allowed')
+  assert.is(assertOk(await post(h.origin, '/hooks/rendered', TOKEN, { sk: 'hook:mine' }), 202, AGENT_KEYS).sessionKey, 'hook:mine')
+})
+
+mappedKeys('session hijack via a transform: a returned sessionKey outside allowedSessionKeyPrefixes is 400 session_key_not_allowed', async ({ h }) => {
+  assertError(await post(h.origin, '/hooks/returned', TOKEN, { sk: 'agent:main:main' }), 400, 'session_key_not_allowed')
+  assert.is(assertOk(await post(h.origin, '/hooks/returned', TOKEN, { sk: 'hook:theirs' }), 202, AGENT_KEYS).sessionKey, 'hook:theirs')
+})
+
+mappedKeys('a 600-character key from a mapping or a transform is 400, even with an allowed prefix', async ({ h }) => {
+  const sk = 'hook:' + 'k'.repeat(595)
+  assertError(await post(h.origin, '/hooks/rendered', TOKEN, { sk }), 400, 'invalid_payload')
+  assertError(await post(h.origin, '/hooks/returned', TOKEN, { sk }), 400, 'invalid_payload')
+  assertOk(await post(h.origin, '/hooks/rendered', TOKEN, { sk: sk.slice(0, 512) }), 202, AGENT_KEYS)
+})
+
+mappedKeys('an empty rendered key falls back to a generated hook:<uuid>', async ({ h }) => {
+  assert.match(assertOk(await post(h.origin, '/hooks/rendered', TOKEN, {}), 202, AGENT_KEYS).sessionKey, /^hook:[0-9a-f-]{36}$/)
+})
+
+mappedKeys.run()
