@@ -214,6 +214,20 @@ mapped('token leak via the run history: a workflow run stores no hook token on d
   assert.not.ok(stored.includes(TOKEN), 'the hook token is stored in the run history')
 })
 
+mapped('signature leak via {{headers}} and the run history: HMAC, signature and key headers are redacted', async ({ h }) => {
+  const secrets = { 'x-shopify-hmac-sha256': 'hmac-3f9a1c', 'x-twilio-signature': 'twilio-77b2e0', 'x-functions-key': 'fnkey-51d0aa', 'x-session-id': 'sess-c0ffee' }
+  // Regression: x-shopify-hmac-sha256 (and other names outside a short list) reached the rendered message and runs.jsonl verbatim
+  const rendered = assertOk(await send(h.origin, '/hooks/headers', { token: TOKEN, body: {}, headers: { ...secrets, 'x-event': 'ping' } }), 202, AGENT_KEYS)
+  const message = storedMessage(h, rendered.runId) ?? ''
+  assert.match(message, /"x-shopify-hmac-sha256":"\[redacted\]"/)
+  const workflow = assertOk(await send(h.origin, '/hooks/triage', { token: TOKEN, body: { x: 'sig check' }, headers: secrets }), 202, WORKFLOW_KEYS)
+  const stored = JSON.stringify(rowOf(h.stateDir, workflow.runId))
+  for (const value of Object.values(secrets)) {
+    assert.not.ok(message.includes(value), `${value} reached the rendered message`)
+    assert.not.ok(stored.includes(value), `${value} is stored in the run history`)
+  }
+})
+
 mapped.run()
 
 // ---------------------------------------------------------------------------------------------
