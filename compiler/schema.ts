@@ -10,7 +10,7 @@ const Id = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-
 /** `${ENV_NAME}`, `{ env: NAME }`, `{ file: path }` or `{ generate: true }` (token only). */
 export const SecretRefObject = Type.Union([
   Type.Object({ env: Type.String({ minLength: 1, pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'environment variable that holds the secret' }) }, closed),
-  Type.Object({ file: Type.String({ minLength: 1, description: 'file that holds the secret (trailing newline trimmed); relative to hooks.yaml' }) }, closed),
+  Type.Object({ file: Type.String({ minLength: 1, description: 'file that holds the secret (surrounding whitespace trimmed); relative to hooks.yaml' }) }, closed),
 ])
 const SecretString = Type.String({ minLength: 1, description: 'a reference written as ${ENV_NAME}' })
 export const SecretRef = Type.Union([SecretString, SecretRefObject])

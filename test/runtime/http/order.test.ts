@@ -210,6 +210,27 @@ fileToken.run()
 
 // ---------------------------------------------------------------------------------------------
 
+const paddedFileToken = suite<{ h: Harness; token: string }>('a token file with whitespace around the token')
+
+paddedFileToken.before(async (ctx) => {
+  ctx.token = randomBytes(24).toString('base64url')
+  const secretFile = join(scratchDir('secret-'), 'hook-token')
+  writeFileSync(secretFile, ` \t${ctx.token}  \r\n\n`)
+  ctx.h = await serve(`hooks:\n  enabled: true\n  token: { file: ${JSON.stringify(secretFile)} }\n`)
+})
+paddedFileToken.after(async (ctx) => { await ctx.h.close() })
+
+// Regression: only one final newline was cut, so a file saved with a CRLF, a blank line or a space
+// held a token nobody could send
+paddedFileToken('a secret file with surrounding whitespace: the trimmed contents are the token', async ({ h, token }) => {
+  assertOk(await post(h.origin, '/hooks/wake', token, WAKE), 200, ['ok', 'action', 'runId', 'mode'])
+  assertError(await post(h.origin, '/hooks/wake', token + 'x', WAKE), 401, 'unauthorized')
+})
+
+paddedFileToken.run()
+
+// ---------------------------------------------------------------------------------------------
+
 const generated = suite<{ h: Harness }>('a token configured as { generate: true }')
 
 generated.before(async (ctx) => { ctx.h = await serve('hooks:\n  enabled: true\n  token: { generate: true }\n') })
