@@ -42,6 +42,7 @@ export const DiagnosticCodes = {
   TOKEN_SHORT: 'hooks.token is shorter than 24 characters',
   SECRET_REF_INVALID: 'a secret reference is malformed',
   SECRET_LITERAL: 'a secret other than hooks.token is written in the file',
+  URL_CREDENTIALS: 'a URL written in the file carries a credential (user info, a key or token query parameter, a Slack or Discord webhook address)',
   BASE_PATH_INVALID: 'hooks.path is "/" or not a usable URL path',
   BASE_PATH_NORMALISED: 'hooks.path was written in a non-canonical form',
   MATCH_PATH_INVALID: 'a mapping path is empty or not a usable URL path',
