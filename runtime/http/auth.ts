@@ -12,13 +12,16 @@ export const MAX_TOKEN_CHARS = 4096
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
 
-/** The presented token: `Authorization: Bearer …` wins over `x-hookgate-token`. */
+/**
+ * The presented token: an `Authorization` header, whatever it holds, is the presented credential
+ * and wins over `x-hookgate-token`. Empty, `Bearer ` with nothing after it, or another scheme
+ * (`Basic …`) presents no valid token, so the request fails even beside a right x-hookgate-token:
+ * a sender who writes an Authorization header means it, and falling back would let a stray or
+ * stripped value be overruled by a second header.
+ */
 export function presentedToken(headers: IncomingHttpHeaders): string | undefined {
   const auth = headers.authorization
-  if (typeof auth === 'string') {
-    const m = BEARER.exec(auth)
-    if (m) return m[1]
-  }
+  if (auth !== undefined) return BEARER.exec(auth)?.[1]
   const h = headers[TOKEN_HEADER]
   return typeof h === 'string' && h.length > 0 ? h : undefined
 }

@@ -93,6 +93,14 @@ order('Bearer wins over x-hookgate-token: a wrong Bearer with the right header f
   assertError(reply, 401, 'unauthorized')
 })
 
+// Regression: `Authorization: Bearer ` with no token beside a valid x-hookgate-token was accepted
+order('an empty Bearer beside a valid x-hookgate-token is 401: the Authorization header is the credential', async ({ h }) => {
+  for (const authorization of ['Bearer ', 'Bearer', '', 'Basic dXNlcjpwdw==']) {
+    const reply = await send(h.origin, '/hooks/wake', { body: WAKE, headers: { authorization, 'x-hookgate-token': TOKEN } })
+    assertError(reply, 401, 'unauthorized')
+  }
+})
+
 order('the Bearer scheme name is case-insensitive (bearer, BEARER)', async ({ h }) => {
   assertOk(await send(h.origin, '/hooks/wake', { body: WAKE, headers: { authorization: `bearer ${TOKEN}` } }), 200, ['ok', 'action', 'runId', 'mode'])
   assertOk(await send(h.origin, '/hooks/wake', { body: WAKE, headers: { authorization: `BEARER ${TOKEN}` } }), 200, ['ok', 'action', 'runId', 'mode'])
