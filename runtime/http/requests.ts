@@ -5,7 +5,7 @@ import type { BundleConfig, WakeMode } from '../bundle-format.js'
 import { HttpError } from './errors.js'
 import type { AgentAction } from '../mapping.js'
 
-export interface WakeRequest { text: string; mode: WakeMode }
+export interface WakeRequest { text: string; mode: WakeMode; agentId: string | null; sessionKey: string | null }
 
 /** An /agent call asks for the same fields a mapped agent action produces. */
 export type AgentRequest = Omit<AgentAction, 'kind'>
@@ -41,7 +41,22 @@ function mode(o: Record<string, unknown>, key: string): WakeMode {
 
 export function parseWakeRequest(payload: unknown): WakeRequest {
   const o = asObject(payload)
-  return { text: field<string>(o, 'text', 'string', true)!, mode: mode(o, 'mode') }
+  return {
+    text: field<string>(o, 'text', 'string', true)!,
+    mode: mode(o, 'mode'),
+    agentId: field<string>(o, 'agentId', 'string', false),
+    sessionKey: field<string>(o, 'sessionKey', 'string', false),
+  }
+}
+
+/**
+ * The agent a /wake goes to: agentId under the same policy as /agent (its main session is woken).
+ * A wake's target is always that main session, so a sessionKey is refused rather than ignored.
+ */
+export function resolveWakeAgent(w: WakeRequest, config: BundleConfig): string {
+  const agentId = resolveAgentId(w.agentId, config)
+  if (w.sessionKey !== null) throw new HttpError(400, 'session_key_not_allowed', 'a wake goes to the main session of its agent and takes no sessionKey; use /agent for a turn under its own key')
+  return agentId
 }
 
 export function parseAgentRequest(payload: unknown): AgentRequest {

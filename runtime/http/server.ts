@@ -15,7 +15,7 @@ import { isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { parseBody, readBody } from './body.js'
-import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey } from './requests.js'
+import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 
 /** Everything a request needs, swapped as one object on reload. */
 export interface Serving {
@@ -163,8 +163,9 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const config = serving.bundle.config
   if (name === 'wake') {
     const w = parseWakeRequest(payload)
+    const agentId = resolveWakeAgent(w, config)
     const reply = answer(200, (runId) => ({ action: 'wake', runId, mode: w.mode }))
-    await deps.engine.submitWake({ definitionKind: 'hook', definitionId: 'wake', correlationId, source, external: true, agentId: config.defaultAgentId, text: w.text, mode: w.mode, name: null }, reply)
+    await deps.engine.submitWake({ definitionKind: 'hook', definitionId: 'wake', correlationId, source, external: true, agentId, text: w.text, mode: w.mode, name: null }, reply)
     return reply.send()
   }
   if (name === 'agent') {
