@@ -1,6 +1,7 @@
-// Who is calling and may they: the hook token (constant-time, Bearer before x-hookgate-token),
-// the client address (socket peer, or the right-most untrusted X-Forwarded-For hop behind a
-// trusted proxy) and the per-address lock-out after repeated failures, bounded in memory.
+// Who is calling and may they: the hook token (constant-time; an Authorization header before
+// x-hookgate-token), the client address in one canonical spelling (socket peer, or the right-most
+// untrusted X-Forwarded-For hop behind a trusted proxy) and the per-address lock-out after repeated
+// failures, bounded in memory.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { BlockList, isIP } from 'node:net'
 import type { IncomingHttpHeaders } from 'node:http'
