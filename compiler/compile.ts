@@ -1,10 +1,11 @@
 // Phase 5, compile: turns every template of every route (and of every workflow step) into JS
-// source for a render function, reporting template mistakes at their line and column in hooks.yaml.
-import type { DiagnosticBag } from './diagnostics.js'
+// source for a render function, reporting template mistakes at their line and column in hooks.yaml,
+// and holding a mapping's sessionKey template to the session-key prefixes as far as its text can tell.
+import type { DiagnosticBag, Location } from './diagnostics.js'
 import type { TemplateField } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import type { ResolvedConfig, ResolvedRoute } from './resolve.js'
-import { compileTemplate } from './templates.js'
+import { compileTemplate, type CompiledTemplate } from './templates.js'
 
 /** What a templated text becomes when the config gives no template. */
 export const DEFAULT_TEMPLATE = 'Webhook {{path}} received:\n{{payload}}'
@@ -27,9 +28,12 @@ export interface CompiledConfig {
 }
 
 export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig, bag: DiagnosticBag): CompiledConfig {
-  const one = (text: string, path: PathSegment[]): string | undefined => {
+  const one = (text: string, path: PathSegment[], check?: (t: CompiledTemplate) => void): string | undefined => {
     const result = compileTemplate(text)
-    if (result.ok) return result.template.code
+    if (result.ok) {
+      check?.(result.template)
+      return result.template.code
+    }
     for (const e of result.errors) {
       const where = loaded.locateText(path, text, e.offset, text.slice(e.offset, e.offset + Math.max(1, e.length)))
       bag.error(e.code, e.message, where, e.hint)
@@ -40,7 +44,8 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
   const routes = resolved.routes.map((route) => {
     const render: CompiledRoute['render'] = {}
     for (const [field, t] of Object.entries(route.templates) as Array<[TemplateField, { text: string; path: PathSegment[] }]>) {
-      const code = one(t.text, t.path)
+      const check = field === 'sessionKey' && route.action === 'agent' ? (c: CompiledTemplate) => checkSessionKeyTemplate(c, resolved.policy.allowedSessionKeyPrefixes, loaded.locate(t.path), bag) : undefined
+      const code = one(t.text, t.path, check)
       if (code !== undefined) render[field] = code
     }
     const mainField: TemplateField = route.action === 'wake' ? 'text' : 'message'
@@ -59,4 +64,16 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
     }))
   })
   return { routes, workflowSteps }
+}
+
+/**
+ * Every key a template renders starts with its literal lead. A constant key outside the prefixes,
+ * or a lead that no allowed prefix can start with, would have every request refused at run time.
+ * A lead that is itself a beginning of a prefix (e.g. "hook" for "hook:") is left to the runtime.
+ */
+function checkSessionKeyTemplate(t: CompiledTemplate, prefixes: string[], at: Location, bag: DiagnosticBag): void {
+  if (prefixes.length === 0 || prefixes.some((p) => t.lead.startsWith(p) || (!t.constant && p.startsWith(t.lead)))) return
+  const allowed = prefixes.map((p) => JSON.stringify(p)).join(', ')
+  if (t.constant) bag.error('SESSION_KEY_PREFIX', `sessionKey "${t.lead}" does not start with any of hooks.allowedSessionKeyPrefixes (${allowed})`, at)
+  else bag.error('SESSION_KEY_PREFIX', `every key the sessionKey template renders starts with "${t.lead}", which starts with none of hooks.allowedSessionKeyPrefixes (${allowed})`, at, `start the template with an allowed prefix, e.g. ${prefixes[0]}{{payload.id}}`)
 }

@@ -1,6 +1,6 @@
 // Part of phase 4 (resolve), split from resolve.ts by concern: agents, the model providers their
 // models name (declared, or one of the well-known defaults), the channels replies are delivered
-// through, and the per-route model and thinking checks.
+// through (no credential written in a URL), and the per-route model and thinking checks.
 import type { BundleChannel, BundleConfig, BundleProvider, ChannelType, SecretSpec } from '../runtime/bundle-format.js'
 import type { DiagnosticBag } from './diagnostics.js'
 import type { ExpandedConfig } from './expand.js'
@@ -58,6 +58,7 @@ export function resolveProviders(config: HooksConfig, agents: ResolvedAgent[], l
       bag.error('PROVIDER_DUPLICATE_ID', p.id === 'builtin' ? 'provider id "builtin" is reserved for the built-in model' : `provider id "${p.id}" is declared twice`, loaded.locate([...at, 'id']))
       return
     }
+    refuseUrlCredentials(p.baseUrl, 'baseUrl', [...at, 'baseUrl'], loaded, bag)
     const apiKey = p.apiKey === undefined ? null : resolveSecret(p.apiKey, [...at, 'apiKey'], loaded, bag) ?? null
     declared.set(p.id, { id: p.id, type: p.type, baseUrl: p.baseUrl.replace(/\/+$/, ''), apiKey, timeoutMs: Math.round((p.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_MS / 1000) * 1000), maxRetries: p.maxRetries ?? DEFAULT_MAX_RETRIES })
   })
@@ -112,10 +113,8 @@ export function resolveChannels(config: HooksConfig, loaded: LoadedConfig, bag: 
     for (const key of CHANNEL_KEYS) {
       if (c[key] !== undefined && !rule.uses.includes(key)) bag.warning('CHANNEL_FIELD_IGNORED', `${key} has no effect on a ${c.type} channel`, loaded.locate([...at, key], 'key'))
     }
-    // A Slack or Discord webhook URL is itself the credential; a generic webhook URL need not be.
-    const url = c.url === undefined ? null
-      : typeof c.url === 'string' && !c.url.includes('${') && c.type === 'webhook' ? { kind: 'value', value: c.url } as SecretSpec
-      : urlSecret(c, [...at, 'url'], loaded, bag)
+    const url = c.url === undefined ? null : channelUrl(c, [...at, 'url'], loaded, bag)
+    if (c.apiBaseUrl !== undefined) refuseUrlCredentials(c.apiBaseUrl, 'apiBaseUrl', [...at, 'apiBaseUrl'], loaded, bag)
     out.push({
       id: c.id,
       type: c.type,
@@ -132,12 +131,54 @@ export function resolveChannels(config: HooksConfig, loaded: LoadedConfig, bag: 
   return out
 }
 
-function urlSecret(c: ChannelConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | null {
-  if (typeof c.url === 'string' && !c.url.includes('${')) {
-    bag.warning('SECRET_LITERAL', `the ${c.type} webhook URL is a credential written in the file`, loaded.locate(path), 'write url: ${SLACK_WEBHOOK_URL} (or { file: path })')
-    return { kind: 'value', value: c.url }
+/**
+ * A Slack or Discord webhook URL is itself the credential, so it must be a reference. A generic
+ * webhook URL may be written in the file, unless it carries a credential of its own.
+ */
+function channelUrl(c: ChannelConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | null {
+  if (typeof c.url !== 'string' || c.url.includes('${')) return resolveSecret(c.url!, path, loaded, bag) ?? null
+  if (c.type !== 'webhook') {
+    bag.error('SECRET_LITERAL', `the ${c.type} webhook URL is a credential written in the file`, loaded.locate(path), `write url: \${${c.type.toUpperCase()}_WEBHOOK_URL} (or { file: path })`)
+    return null
   }
-  return resolveSecret(c.url!, path, loaded, bag) ?? null
+  if (refuseUrlCredentials(c.url, 'url', path, loaded, bag)) return null
+  return { kind: 'value', value: c.url }
+}
+
+/** Query parameter names that carry a credential (api_key, access_token, sig, client_secret, …). */
+const CREDENTIAL_PARAM = /key|token|secret|sig|pass|pwd|auth|credential|hmac|session/i
+
+/** Hosts whose webhook URLs are bearer credentials, whatever the channel type says. */
+const SECRET_WEBHOOK_URL = /^https?:\/\/(?:hooks\.slack\.com\/|(?:[a-z]+\.)?discord(?:app)?\.com\/api\/webhooks\/)/i
+
+/** What in a URL written in the file is a credential, or undefined. */
+export function urlCredentials(text: string): string | undefined {
+  let u: URL
+  try {
+    u = new URL(text)
+  } catch {
+    return undefined // the schema's pattern reports a malformed URL
+  }
+  if (u.username !== '' || u.password !== '') return 'a user name or password'
+  for (const name of u.searchParams.keys()) {
+    if (CREDENTIAL_PARAM.test(name)) return `the query parameter "${name}"`
+  }
+  if (SECRET_WEBHOOK_URL.test(text)) return 'a Slack or Discord webhook address, which is itself the credential'
+  return undefined
+}
+
+const URL_CREDENTIAL_HINTS = {
+  url: 'write url: ${WEBHOOK_URL} (or { file: path }) and keep the whole URL out of the file',
+  apiBaseUrl: 'the bot token belongs in botToken: ${TELEGRAM_BOT_TOKEN}, not in the base URL',
+  baseUrl: 'the key belongs in apiKey: ${PROVIDER_API_KEY}, not in the base URL',
+} as const
+
+/** Reports a URL that carries a credential in the file; true when it did. */
+function refuseUrlCredentials(text: string, key: keyof typeof URL_CREDENTIAL_HINTS, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): boolean {
+  const found = urlCredentials(text)
+  if (found === undefined) return false
+  bag.error('URL_CREDENTIALS', `${key} carries ${found}: written in the file it would enter the repo and the bundle`, loaded.locate(path), URL_CREDENTIAL_HINTS[key])
+  return true
 }
 
 /** A route's model must be one its agent can run, and thinking needs a provider with a reasoning setting. */

@@ -10,7 +10,7 @@ const Id = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-
 /** `${ENV_NAME}`, `{ env: NAME }`, `{ file: path }` or `{ generate: true }` (token only). */
 export const SecretRefObject = Type.Union([
   Type.Object({ env: Type.String({ minLength: 1, pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'environment variable that holds the secret' }) }, closed),
-  Type.Object({ file: Type.String({ minLength: 1, description: 'file that holds the secret (trailing newline trimmed); relative to hooks.yaml' }) }, closed),
+  Type.Object({ file: Type.String({ minLength: 1, description: 'file that holds the secret (surrounding whitespace trimmed); relative to hooks.yaml' }) }, closed),
 ])
 const SecretString = Type.String({ minLength: 1, description: 'a reference written as ${ENV_NAME}' })
 export const SecretRef = Type.Union([SecretString, SecretRefObject])
@@ -44,7 +44,7 @@ export const MappingSchema = Type.Object({
   wakeMode: Type.Optional(WakeMode),
   name: Type.Optional(Template),
   agentId: Type.Optional(Id),
-  sessionKey: Type.Optional(Template),
+  sessionKey: Type.Optional(Type.String({ maxLength: 512, description: 'a template for the session key of the isolated turn, at most 512 characters; held to allowedSessionKeyPrefixes' })),
   messageTemplate: Type.Optional(Template),
   textTemplate: Type.Optional(Template),
   deliver: Type.Optional(Type.Boolean()),
@@ -78,7 +78,7 @@ export const HooksSchema = Type.Object({
   path: Type.Optional(Type.String({ minLength: 1, description: 'base path, default /hooks' })),
   allowedAgentIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'omitted or ["*"]: any; []: explicit agentId routing blocked' })),
   allowRequestSessionKey: Type.Optional(Type.Boolean()),
-  defaultSessionKey: Type.Optional(Type.String({ minLength: 1 })),
+  defaultSessionKey: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
   allowedSessionKeyPrefixes: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   presets: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   mappings: Type.Optional(Type.Array(MappingSchema)),

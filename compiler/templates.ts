@@ -28,6 +28,8 @@ export interface CompiledTemplate {
   roots: TemplateRoot[]
   /** true when the template has no tags (code returns a constant string literal) */
   constant: boolean
+  /** the literal text before the first tag (all of it when constant): every rendering starts with it */
+  lead: string
 }
 
 export type CompileTemplateResult = { ok: true; template: CompiledTemplate } | { ok: false; errors: TemplateError[] }
@@ -312,6 +314,7 @@ export function compileTemplate(text: string): CompileTemplateResult {
   let tagCount = 0
   let i = 0
   let literalStart = 0
+  let lead: string | undefined
 
   while (i < text.length) {
     const open = text.indexOf('{{', i)
@@ -323,6 +326,7 @@ export function compileTemplate(text: string): CompileTemplateResult {
       continue
     }
     literal += text.slice(literalStart, open)
+    lead ??= literal
     if (literal !== '') parts.push(stringLiteral(literal))
     literal = ''
     tagCount++
@@ -348,5 +352,5 @@ export function compileTemplate(text: string): CompileTemplateResult {
     return { ok: false, errors: errors.sort((a, b) => a.offset - b.offset) }
   }
   const body = parts.length === 0 ? '""' : parts.join(' + ')
-  return { ok: true, template: { code: `(c, h) => ${body}`, roots, constant: tagCount === 0 } }
+  return { ok: true, template: { code: `(c, h) => ${body}`, roots, constant: tagCount === 0, lead: lead ?? literal } }
 }

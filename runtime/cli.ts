@@ -7,6 +7,8 @@ import { applyMapping, type HookAction } from './mapping.js'
 import { wrapExternalContent } from './envelope.js'
 import { startService } from './service.js'
 import { runsCommand } from './store/runs-cli.js'
+import { HttpError } from './http/errors.js'
+import { resolveMappedSessionKey } from './http/requests.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
@@ -154,6 +156,15 @@ async function tryCommand(argv: string[]): Promise<number> {
     case 'error':
       return print(outcome.status, { mapping: outcome.route.id, code: outcome.code, error: outcome.error })
     case 'action': {
+      // the server holds a mapped key to the session-key policy; so does the dry run
+      if (outcome.action.kind === 'agent') {
+        try {
+          resolveMappedSessionKey(outcome.action.sessionKey, bundle.config)
+        } catch (err) {
+          if (!(err instanceof HttpError)) throw err
+          return print(err.status, { mapping: outcome.route.id, code: err.code, error: err.message })
+        }
+      }
       const status = outcome.action.kind === 'wake' ? 200 : 202
       const source = `hook ${bundle.config.basePath}/${name}`
       return print(status, { mapping: outcome.route.id, action: outcome.external ? envelop(outcome.action, source) : outcome.action, external: outcome.external })

@@ -33,7 +33,9 @@ export function resolveSecretValue(spec: SecretSpec, configDir: string): string 
     } catch (err) {
       throw new SecretError(`secret file ${spec.path} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
     }
-    const v = text.replace(/\r?\n$/, '')
+    // Editors and `echo` add newlines, a copy-paste adds spaces: none of it can be part of a secret
+    // worth matching, and keeping it made the token never match.
+    const v = text.trim()
     if (v === '') throw new SecretError(`secret file ${spec.path} is empty`)
     return v
   }

@@ -16,33 +16,23 @@ export interface RenderContext {
 /** Keys a lookup never follows, whatever the object holds. */
 const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor'])
 
-const SECRET_HEADER_NAMES: ReadonlySet<string> = new Set([
-  'authorization',
-  'proxy-authorization',
-  'cookie',
-  'set-cookie',
-  'x-hookgate-token',
-])
+/**
+ * A header is secret when its name says so: senders name their signatures, tokens and keys in
+ * many ways (x-shopify-hmac-sha256, x-hub-signature-256, stripe-signature, x-twilio-signature,
+ * x-gitlab-token, x-functions-key, …), so a name pattern, not a list of known headers, decides.
+ * Whole words anywhere in the name, and `sig`/`key`/`pass`/`pwd` as a dash- or underscore-separated
+ * part. Erring on the side of redaction costs a template a value; the other way leaks a credential.
+ */
+const SECRET_HEADER = /signature|hmac|token|secret|auth|api-?key|passw(?:or)?d|cookie|session|credential|private|(?:^|[-_])(?:sig|key|pass|pwd)(?:$|[-_])/i
 
-/** A header whose (lower-cased) name contains one of these is treated as secret. */
-const SECRET_HEADER_PARTS: readonly string[] = [
-  'signature',
-  'token',
-  'secret',
-  'api-key',
-  'apikey',
-  'password',
-  'auth',
-  'cookie',
-]
+/** Named like a key, but a retry marker a template may want to show. */
+const NOT_SECRET: ReadonlySet<string> = new Set(['idempotency-key'])
 
 const REDACTED = '[redacted]'
 
-/** True when a header's value must never appear in rendered output (case-insensitive). */
+/** True when a header's value must never appear in rendered output, stored runs or transforms (case-insensitive). */
 export function isSecretHeader(name: string): boolean {
-  const lower = name.toLowerCase()
-  if (SECRET_HEADER_NAMES.has(lower)) return true
-  return SECRET_HEADER_PARTS.some((part) => lower.includes(part))
+  return SECRET_HEADER.test(name) && !NOT_SECRET.has(name.toLowerCase())
 }
 
 /** Objects a named key may be read from: JSON-like objects with Object.prototype or no prototype. */

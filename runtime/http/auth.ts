@@ -1,6 +1,7 @@
-// Who is calling and may they: the hook token (constant-time, Bearer before x-hookgate-token),
-// the client address (socket peer, or the right-most untrusted X-Forwarded-For hop behind a
-// trusted proxy) and the per-address lock-out after repeated failures, bounded in memory.
+// Who is calling and may they: the hook token (constant-time; an Authorization header before
+// x-hookgate-token), the client address in one canonical spelling (socket peer, or the right-most
+// untrusted X-Forwarded-For hop behind a trusted proxy) and the per-address lock-out after repeated
+// failures, bounded in memory.
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { BlockList, isIP } from 'node:net'
 import type { IncomingHttpHeaders } from 'node:http'
@@ -12,13 +13,16 @@ export const MAX_TOKEN_CHARS = 4096
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
 
-/** The presented token: `Authorization: Bearer …` wins over `x-hookgate-token`. */
+/**
+ * The presented token: an `Authorization` header, whatever it holds, is the presented credential
+ * and wins over `x-hookgate-token`. Empty, `Bearer ` with nothing after it, or another scheme
+ * (`Basic …`) presents no valid token, so the request fails even beside a right x-hookgate-token:
+ * a sender who writes an Authorization header means it, and falling back would let a stray or
+ * stripped value be overruled by a second header.
+ */
 export function presentedToken(headers: IncomingHttpHeaders): string | undefined {
   const auth = headers.authorization
-  if (typeof auth === 'string') {
-    const m = BEARER.exec(auth)
-    if (m) return m[1]
-  }
+  if (auth !== undefined) return BEARER.exec(auth)?.[1]
   const h = headers[TOKEN_HEADER]
   return typeof h === 'string' && h.length > 0 ? h : undefined
 }
@@ -82,11 +86,48 @@ export class TokenCheck {
 
 // ---- client address ------------------------------------------------------------------------
 
-/** '::ffff:10.0.0.1' → '10.0.0.1'; anything else unchanged. */
-export function foldAddress(address: string): string {
-  if (address.length < 7 || address.charCodeAt(0) !== 58 /* : */) return address
-  const m = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address)
-  return m ? m[1]! : address
+/**
+ * Every spelling of a forwarded-for hop that is not an address (`unknown`, `_hidden`, garbage)
+ * counts as this one client: a sender cannot earn a fresh lock-out bucket by writing its hop
+ * differently, and no real address shares the bucket.
+ */
+export const NOT_AN_ADDRESS = 'not-an-address'
+
+const MAPPED_V4 = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i
+const MAPPED_V4_HEX = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/
+const V4_WITH_PORT = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/
+const BRACKETED = /^\[([^\]]*)\](?::\d{1,5})?$/
+
+/**
+ * The one spelling of an address the lock-out counts against, or undefined when the text is not an
+ * address: a port (`203.0.113.7:5555`, `[2001:db8::1]:443`), brackets and a zone id are dropped,
+ * IPv6 is compressed and lower-cased (`2001:DB8:0:0::1` and `2001:db8::0:1` are `2001:db8::1`),
+ * and an IPv4-mapped IPv6 address folds to its IPv4 address.
+ */
+export function canonicalAddress(text: string): string | undefined {
+  let a = text.trim()
+  const family = isIP(a)
+  if (family === 4) return a
+  if (family === 6) {
+    const mapped = MAPPED_V4.exec(a)
+    if (mapped && isIP(mapped[1]!) === 4) return mapped[1]!
+  } else {
+    const port = V4_WITH_PORT.exec(a)
+    if (port) return isIP(port[1]!) === 4 ? port[1]! : undefined
+    const bracketed = BRACKETED.exec(a)
+    if (!bracketed) return undefined
+    a = bracketed[1]!
+  }
+  const zone = a.indexOf('%')
+  if (zone >= 0) a = a.slice(0, zone)
+  if (isIP(a) !== 6) return undefined
+  // WHATWG URL serialises IPv6 hosts in the RFC 5952 form (and writes an embedded IPv4 in hex).
+  const host = new URL(`http://[${a}]/`).hostname.slice(1, -1)
+  const hex = MAPPED_V4_HEX.exec(host)
+  if (!hex) return host
+  const hi = parseInt(hex[1]!, 16)
+  const lo = parseInt(hex[2]!, 16)
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
 }
 
 /** Trusted proxy addresses and CIDR ranges (node:net BlockList does the prefix matching). */
@@ -98,36 +139,44 @@ export class AddressMatcher {
     let added = 0
     for (const c of cidrs) {
       const [addr, bits] = c.split('/')
-      const a = foldAddress(addr ?? '')
-      const family = isIP(a)
-      if (family === 0) continue
-      const type = family === 4 ? 'ipv4' : 'ipv6'
-      if (bits === undefined) this.list.addAddress(a, type)
-      else this.list.addSubnet(a, Number(bits), type)
+      const a = canonicalAddress(addr ?? '')
+      if (a === undefined) continue
+      const type = isIP(a) === 4 ? 'ipv4' : 'ipv6'
+      // an IPv4-mapped range (::ffff:10.0.0.0/104) folds to its IPv4 range, as its addresses do
+      const prefix = bits === undefined ? undefined : type === 'ipv4' && isIP(addr!) === 6 ? Number(bits) - 96 : Number(bits)
+      if (prefix === undefined) this.list.addAddress(a, type)
+      else if (prefix >= 0) this.list.addSubnet(a, prefix, type)
+      else continue
       added++
     }
     this.empty = added === 0
   }
 
+  /** `address` in its canonical spelling (canonicalAddress). */
   matches(address: string): boolean {
-    const a = foldAddress(address)
-    const family = isIP(a)
-    return family !== 0 && this.list.check(a, family === 4 ? 'ipv4' : 'ipv6')
+    const family = isIP(address)
+    return family !== 0 && this.list.check(address, family === 4 ? 'ipv4' : 'ipv6')
   }
 }
 
 /**
- * The address the lock-out counts against: the socket peer, unless the peer is a trusted proxy;
- * then the right-most X-Forwarded-For hop that is not itself trusted.
+ * The address the lock-out counts against, canonical (canonicalAddress): the socket peer, unless
+ * the peer is a trusted proxy; then the right-most X-Forwarded-For hop that is not itself trusted.
+ * A hop that is not an address ends the walk: what lies left of it cannot be trusted, so the
+ * request counts against the one shared NOT_AN_ADDRESS bucket.
  */
 export function resolveClientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined, trusted: AddressMatcher): string {
-  const socket = foldAddress(peer ?? 'unknown')
+  const socket = peer === undefined ? 'unknown' : canonicalAddress(peer) ?? NOT_AN_ADDRESS
   if (trusted.empty || !trusted.matches(socket) || forwardedFor === undefined) return socket
-  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',').map((h) => foldAddress(h.trim())).filter((h) => h.length > 0)
+  const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',').filter((h) => h.trim().length > 0)
+  let last = socket
   for (let i = hops.length - 1; i >= 0; i--) {
-    if (!trusted.matches(hops[i]!)) return hops[i]!.slice(0, 64)
+    const hop = canonicalAddress(hops[i]!)
+    if (hop === undefined) return NOT_AN_ADDRESS
+    if (!trusted.matches(hop)) return hop
+    last = hop
   }
-  return hops[0] ?? socket
+  return last
 }
 
 // ---- lock-out --------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import type { BundleConfig, WakeMode } from '../bundle-format.js'
 import { HttpError } from './errors.js'
 import type { AgentAction } from '../mapping.js'
 
-export interface WakeRequest { text: string; mode: WakeMode }
+export interface WakeRequest { text: string; mode: WakeMode; agentId: string | null; sessionKey: string | null }
 
 /** An /agent call asks for the same fields a mapped agent action produces. */
 export type AgentRequest = Omit<AgentAction, 'kind'>
@@ -41,7 +41,22 @@ function mode(o: Record<string, unknown>, key: string): WakeMode {
 
 export function parseWakeRequest(payload: unknown): WakeRequest {
   const o = asObject(payload)
-  return { text: field<string>(o, 'text', 'string', true)!, mode: mode(o, 'mode') }
+  return {
+    text: field<string>(o, 'text', 'string', true)!,
+    mode: mode(o, 'mode'),
+    agentId: field<string>(o, 'agentId', 'string', false),
+    sessionKey: field<string>(o, 'sessionKey', 'string', false),
+  }
+}
+
+/**
+ * The agent a /wake goes to: agentId under the same policy as /agent (its main session is woken).
+ * A wake's target is always that main session, so a sessionKey is refused rather than ignored.
+ */
+export function resolveWakeAgent(w: WakeRequest, config: BundleConfig): string {
+  const agentId = resolveAgentId(w.agentId, config)
+  if (w.sessionKey !== null) throw new HttpError(400, 'session_key_not_allowed', 'a wake goes to the main session of its agent and takes no sessionKey; use /agent for a turn under its own key')
+  return agentId
 }
 
 export function parseAgentRequest(payload: unknown): AgentRequest {
@@ -80,18 +95,34 @@ export function resolveAgentId(explicit: string | null, config: BundleConfig): s
   return resolved
 }
 
+/** The longest session key accepted from anywhere: a request, a rendered template, a transform. */
+export const MAX_SESSION_KEY_CHARS = 512
+
 /** A caller-supplied key only when allowed and with an allowed prefix; else the default or a fresh hook:<uuid>. */
 export function resolveRequestSessionKey(requested: string | null, config: BundleConfig): string {
-  const p = config.policy
-  if (requested !== null) {
-    if (!p.allowRequestSessionKey) throw new HttpError(400, 'session_key_not_allowed', 'this server does not accept a sessionKey in the request')
-    if (p.allowedSessionKeyPrefixes.length > 0 && !p.allowedSessionKeyPrefixes.some((x) => requested.startsWith(x))) {
-      throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${p.allowedSessionKeyPrefixes.join(', ')}`)
-    }
-    if (requested.length > 512) throw new HttpError(400, 'invalid_payload', '"sessionKey" must be at most 512 characters')
-    return requested
+  if (requested === null) return config.policy.defaultSessionKey ?? `hook:${randomUUID()}`
+  if (!config.policy.allowRequestSessionKey) throw new HttpError(400, 'session_key_not_allowed', 'this server does not accept a sessionKey in the request')
+  return checkSessionKey(requested, config)
+}
+
+/**
+ * The key of a mapped agent action. A key rendered from a template or returned by a transform is
+ * chosen by the payload as much as a request's own, so the prefixes and the length limit hold for it
+ * too; allowRequestSessionKey does not apply (the mapping's author chose to derive the key). An
+ * empty key means none: the default or a fresh hook:<uuid>.
+ */
+export function resolveMappedSessionKey(key: string | null, config: BundleConfig): string {
+  if (key === null || key === '') return config.policy.defaultSessionKey ?? `hook:${randomUUID()}`
+  return checkSessionKey(key, config)
+}
+
+function checkSessionKey(key: string, config: BundleConfig): string {
+  if (key.length > MAX_SESSION_KEY_CHARS) throw new HttpError(400, 'invalid_payload', `"sessionKey" must be at most ${MAX_SESSION_KEY_CHARS} characters`)
+  const prefixes = config.policy.allowedSessionKeyPrefixes
+  if (prefixes.length > 0 && !prefixes.some((x) => key.startsWith(x))) {
+    throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${prefixes.join(', ')}`)
   }
-  return p.defaultSessionKey ?? `hook:${randomUUID()}`
+  return key
 }
 
 /** thinking needs a model whose provider has a reasoning setting; the built-in model has none. */

@@ -15,7 +15,7 @@ import { isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { parseBody, readBody } from './body.js'
-import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveRequestSessionKey } from './requests.js'
+import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 
 /** Everything a request needs, swapped as one object on reload. */
 export interface Serving {
@@ -189,8 +189,9 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (name === 'wake' || name === 'agent') notes.matched = { definitionKind: 'hook', definitionId: name, correlationId, action: name }
   if (name === 'wake') {
     const w = parseWakeRequest(payload)
+    const agentId = resolveWakeAgent(w, config)
     const reply = answer(200, (runId) => ({ action: 'wake', runId, mode: w.mode }))
-    await deps.engine.submitWake({ definitionKind: 'hook', definitionId: 'wake', correlationId, source, external: true, agentId: config.defaultAgentId, text: w.text, mode: w.mode, name: null }, reply)
+    await deps.engine.submitWake({ definitionKind: 'hook', definitionId: 'wake', correlationId, source, external: true, agentId, text: w.text, mode: w.mode, name: null }, reply)
     return reply.send()
   }
   if (name === 'agent') {
@@ -242,9 +243,9 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context: stored }, reply)
     return reply.send()
   }
+  const sessionKey = resolveMappedSessionKey(action.sessionKey, config)
   checkModelOverride(action.model, agentId, config)
   checkThinking(action.thinking, action.model, agentId, config)
-  const sessionKey = action.sessionKey ?? config.policy.defaultSessionKey ?? `hook:${randomUUID()}`
   const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
   await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey }, reply)
   return reply.send()

@@ -291,6 +291,14 @@ refusals('answers 500 transform_timeout when the transform never settles', async
   assert.is(run.code, 1)
 })
 
+const longKeyRun = tryHook('shaped', { msg: 'x', id: 'k'.repeat(600) })
+refusals('answers 400 as the server does when the rendered sessionKey is over 512 characters', async () => {
+  const { out, run } = await answer(longKeyRun)
+  assert.is(out.status, 400)
+  assert.is(out.code, 'invalid_payload')
+  assert.is(run.code, 1)
+})
+
 const inheritedKeyRuns = ['constructor', 'toString'].map((key) => ({ key, run: tryHook('passthrough', { override: { [key]: 'x' } }) }))
 // Regression: runtime/mapping.ts looks transform keys up in a plain object literal (OVERRIDES[key]), so
 // inherited names (constructor, toString, __proto__) are not "unknown keys": the answer says the

@@ -355,8 +355,34 @@ secret('recognises headers whose name contains a secret word', () => {
   }
 })
 
+// Regression: {{headers}} and the headers stored with a workflow run kept x-shopify-hmac-sha256 and
+// other signatures, keys and sessions whose names a short list of words missed.
+secret('signature leak: HMAC, key, session, credential and private-key headers of real senders are secret', () => {
+  for (const name of [
+    'x-shopify-hmac-sha256',
+    'X-Shopify-Hmac-SHA256',
+    'x-twilio-signature',
+    'x-line-signature',
+    'svix-signature',
+    'x-wc-webhook-signature',
+    'x-zm-signature',
+    'x-hmac',
+    'x-functions-key',
+    'x-webhook-key',
+    'x_access_key',
+    'x-sig',
+    'x-session-id',
+    'x-client-credentials',
+    'x-private-key',
+    'x-db-passwd',
+    'x-admin-pass',
+  ]) {
+    assert.ok(isSecretHeader(name), name)
+  }
+})
+
 secret('does not flag ordinary headers', () => {
-  for (const name of ['content-type', 'user-agent', 'x-github-event', 'x-github-delivery', 'accept', 'host', 'content-length']) {
+  for (const name of ['content-type', 'user-agent', 'x-github-event', 'x-github-delivery', 'accept', 'host', 'content-length', 'keep-alive', 'idempotency-key', 'Idempotency-Key', 'x-correlation-id', 'x-forwarded-for', 'x-gitlab-event', 'x-shopify-topic', 'x-signal', 'x-keyword']) {
     assert.not.ok(isSecretHeader(name), name)
   }
 })

@@ -81,6 +81,24 @@ wake('a body that is not a JSON object is 400 invalid_payload', async ({ h }) =>
   assertError(await post(h.origin, '/hooks/wake', TOKEN, 'null', { 'content-type': 'application/json' }), 400, 'invalid_payload')
 })
 
+// Regression: /wake dropped agentId (every wake went to the default agent) and ignored a sessionKey
+wake('agent routing: agentId ops wakes the main session of ops, and the run row says so', async ({ h }) => {
+  const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'for ops', mode: 'next-heartbeat', agentId: 'ops' }), 200, WAKE_KEYS)
+  assert.is(rowOf(h.stateDir, body.runId)?.agentId, 'ops')
+})
+
+wake('an unknown agentId wakes the default agent, as on /agent', async ({ h }) => {
+  const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'for nobody', mode: 'next-heartbeat', agentId: 'ghost' }), 200, WAKE_KEYS)
+  assert.is(rowOf(h.stateDir, body.runId)?.agentId, 'main')
+})
+
+wake('session hijack via /wake: a sessionKey is 400 session_key_not_allowed, not silently dropped', async ({ h }) => {
+  assertError(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', sessionKey: 'agent:main:main' }), 400, 'session_key_not_allowed')
+  assertError(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', sessionKey: '' }), 400, 'session_key_not_allowed')
+  assertError(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', sessionKey: 5 }), 400, 'invalid_payload')
+  assertError(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', agentId: 5 }), 400, 'invalid_payload')
+})
+
 wake.run()
 
 // ---------------------------------------------------------------------------------------------
@@ -278,6 +296,12 @@ none('payload validation comes before policy, and the agentId policy before the 
   assertError(await post(h.origin, '/hooks/agent', TOKEN, { message: 'x', sessionKey: 'hook:x' }), 400, 'session_key_not_allowed')
 })
 
+none('agent routing escape via /wake: any explicit agentId is 400 agent_not_allowed; none wakes the default agent', async ({ h }) => {
+  for (const agentId of ['ops', 'main', 'ghost']) assertError(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', mode: 'next-heartbeat', agentId }), 400, 'agent_not_allowed')
+  const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', mode: 'next-heartbeat' }), 200, WAKE_KEYS)
+  assert.is(rowOf(h.stateDir, body.runId)?.agentId, 'main')
+})
+
 none('no agentId is accepted and goes to the default agent', async ({ h }) => {
   assert.equal(await routeTo(h, undefined).then((r) => [r.status, r.agentId]), [202, 'main'])
 })
@@ -303,6 +327,12 @@ list('agent routing escape: an unknown id resolves to the default main before th
 
 list('the allowlist governs explicit routing only: no agentId goes to the default agent', async ({ h }) => {
   assert.equal(await routeTo(h, undefined).then((r) => [r.status, r.agentId]), [202, 'main'])
+})
+
+list('agent routing escape via /wake: main and an unknown id are 400 agent_not_allowed, ops is woken', async ({ h }) => {
+  for (const agentId of ['main', 'ghost']) assertError(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', mode: 'next-heartbeat', agentId }), 400, 'agent_not_allowed')
+  const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', mode: 'next-heartbeat', agentId: 'ops' }), 200, WAKE_KEYS)
+  assert.is(rowOf(h.stateDir, body.runId)?.agentId, 'ops')
 })
 
 list.run()

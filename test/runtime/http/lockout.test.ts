@@ -119,6 +119,30 @@ proxied('an IPv4-mapped IPv6 hop counts as the same IPv4 address', async ({ h })
   assertLockedOut(await wrong(h, '203.0.113.30'))
 })
 
+// Regression: the spellings below each got a fresh lock-out bucket, so one client could fail
+// limit × (number of spellings) times before any 429
+proxied('lock-out evasion: an IPv4 hop with a port counts as the same address', async ({ h }) => {
+  for (const hop of ['203.0.113.7:5555', '203.0.113.7:5556', ' 203.0.113.7 ']) assertError(await wrong(h, hop), 401, 'unauthorized')
+  assertLockedOut(await wrong(h, '203.0.113.7'))
+  assertLockedOut(await wrong(h, '203.0.113.7:1'))
+})
+
+proxied('lock-out evasion: other spellings of one IPv6 address (brackets, port, case, zeros) count as the same address', async ({ h }) => {
+  for (const hop of ['[2001:db8::1]:443', '2001:DB8:0:0::1', '2001:db8::0:1']) assertError(await wrong(h, hop), 401, 'unauthorized')
+  for (const hop of ['2001:db8::1', '[2001:0db8:0000:0000:0000:0000:0000:0001]', '2001:db8:0:0:0:0:0:1%eth0']) assertLockedOut(await wrong(h, hop))
+  const line = h.logs.map((l) => { try { return JSON.parse(l) } catch { return undefined } }).filter((e) => e?.msg === 'request').at(-1)
+  assert.is(line?.client, '2001:db8::1', 'the request log names the canonical address')
+  assertError(await wrong(h, '2001:db8::2'), 401, 'unauthorized')
+})
+
+proxied('lock-out evasion: hops that are not addresses share one bucket, whatever their spelling', async ({ h }) => {
+  for (const hop of ['unknown', '_hidden', 'x'.repeat(300)]) assertError(await wrong(h, hop), 401, 'unauthorized')
+  assertLockedOut(await wrong(h, 'not even close'))
+  // a valid address left of the garbage is not believed: the garbage is the right-most hop
+  assertLockedOut(await wrong(h, '198.51.100.1, garbage'))
+  assertError(await wrong(h, '198.51.100.1'), 401, 'unauthorized')
+})
+
 proxied('memory exhaustion: with maxTrackedClients 50, 500 failing addresses push out the oldest one tracked', async ({ h }) => {
   // a client one failure short of the lock-out …
   for (let i = 1; i <= 3; i++) assertError(await wrong(h, '192.0.2.200'), 401, 'unauthorized')

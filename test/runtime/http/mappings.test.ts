@@ -214,6 +214,20 @@ mapped('token leak via the run history: a workflow run stores no hook token on d
   assert.not.ok(stored.includes(TOKEN), 'the hook token is stored in the run history')
 })
 
+mapped('signature leak via {{headers}} and the run history: HMAC, signature and key headers are redacted', async ({ h }) => {
+  const secrets = { 'x-shopify-hmac-sha256': 'hmac-3f9a1c', 'x-twilio-signature': 'twilio-77b2e0', 'x-functions-key': 'fnkey-51d0aa', 'x-session-id': 'sess-c0ffee' }
+  // Regression: x-shopify-hmac-sha256 (and other names outside a short list) reached the rendered message and runs.jsonl verbatim
+  const rendered = assertOk(await send(h.origin, '/hooks/headers', { token: TOKEN, body: {}, headers: { ...secrets, 'x-event': 'ping' } }), 202, AGENT_KEYS)
+  const message = storedMessage(h, rendered.runId) ?? ''
+  assert.match(message, /"x-shopify-hmac-sha256":"\[redacted\]"/)
+  const workflow = assertOk(await send(h.origin, '/hooks/triage', { token: TOKEN, body: { x: 'sig check' }, headers: secrets }), 202, WORKFLOW_KEYS)
+  const stored = JSON.stringify(rowOf(h.stateDir, workflow.runId))
+  for (const value of Object.values(secrets)) {
+    assert.not.ok(message.includes(value), `${value} reached the rendered message`)
+    assert.not.ok(stored.includes(value), `${value} is stored in the run history`)
+  }
+})
+
 mapped.run()
 
 // ---------------------------------------------------------------------------------------------
@@ -374,3 +388,54 @@ wakeEnvelope('a wake mapping with allowUnsafeExternalContent: true hands the hea
 })
 
 wakeEnvelope.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const mappedKeys = suite<{ h: Harness }>('the sessionKey policy on keys a mapping renders or a transform returns')
+
+const KEYS_CONFIG = `
+hooks:
+  enabled: true
+  token: "\${HOOKGATE_TEST_TOKEN}"
+  transformsDir: transforms
+  allowedSessionKeyPrefixes: ["hook:"]
+  mappings:
+    - id: rendered
+      match: { path: rendered }
+      action: agent
+      sessionKey: "{{payload.sk}}"
+      messageTemplate: "x"
+    - id: returned
+      match: { path: returned }
+      action: agent
+      messageTemplate: "x"
+      transform: { module: key.mjs }
+`
+const KEY_TRANSFORM = { 'transforms/key.mjs': 'export default function key(input) { return { sessionKey: input.payload.sk } }\n' }
+
+mappedKeys.before(async (ctx) => { ctx.h = await serve(KEYS_CONFIG, KEY_TRANSFORM) })
+mappedKeys.after(async (ctx) => { await ctx.h.close() })
+
+mappedKeys('session hijack via a mapping: a key rendered from the payload outside allowedSessionKeyPrefixes is 400 session_key_not_allowed', async ({ h }) => {
+  // Regression: sessionKey "{{payload.sk}}" let the payload pick agent:main:main whatever the prefixes said
+  assertError(await post(h.origin, '/hooks/rendered', TOKEN, { sk: 'agent:main:main' }), 400, 'session_key_not_allowed')
+  assert.is(assertOk(await post(h.origin, '/hooks/rendered', TOKEN, { sk: 'hook:mine' }), 202, AGENT_KEYS).sessionKey, 'hook:mine')
+})
+
+mappedKeys('session hijack via a transform: a returned sessionKey outside allowedSessionKeyPrefixes is 400 session_key_not_allowed', async ({ h }) => {
+  assertError(await post(h.origin, '/hooks/returned', TOKEN, { sk: 'agent:main:main' }), 400, 'session_key_not_allowed')
+  assert.is(assertOk(await post(h.origin, '/hooks/returned', TOKEN, { sk: 'hook:theirs' }), 202, AGENT_KEYS).sessionKey, 'hook:theirs')
+})
+
+mappedKeys('a 600-character key from a mapping or a transform is 400, even with an allowed prefix', async ({ h }) => {
+  const sk = 'hook:' + 'k'.repeat(595)
+  assertError(await post(h.origin, '/hooks/rendered', TOKEN, { sk }), 400, 'invalid_payload')
+  assertError(await post(h.origin, '/hooks/returned', TOKEN, { sk }), 400, 'invalid_payload')
+  assertOk(await post(h.origin, '/hooks/rendered', TOKEN, { sk: sk.slice(0, 512) }), 202, AGENT_KEYS)
+})
+
+mappedKeys('an empty rendered key falls back to a generated hook:<uuid>', async ({ h }) => {
+  assert.match(assertOk(await post(h.origin, '/hooks/rendered', TOKEN, {}), 202, AGENT_KEYS).sessionKey, /^hook:[0-9a-f-]{36}$/)
+})
+
+mappedKeys.run()

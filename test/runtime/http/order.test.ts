@@ -93,6 +93,14 @@ order('Bearer wins over x-hookgate-token: a wrong Bearer with the right header f
   assertError(reply, 401, 'unauthorized')
 })
 
+// Regression: `Authorization: Bearer ` with no token beside a valid x-hookgate-token was accepted
+order('an empty Bearer beside a valid x-hookgate-token is 401: the Authorization header is the credential', async ({ h }) => {
+  for (const authorization of ['Bearer ', 'Bearer', '', 'Basic dXNlcjpwdw==']) {
+    const reply = await send(h.origin, '/hooks/wake', { body: WAKE, headers: { authorization, 'x-hookgate-token': TOKEN } })
+    assertError(reply, 401, 'unauthorized')
+  }
+})
+
 order('the Bearer scheme name is case-insensitive (bearer, BEARER)', async ({ h }) => {
   assertOk(await send(h.origin, '/hooks/wake', { body: WAKE, headers: { authorization: `bearer ${TOKEN}` } }), 200, ['ok', 'action', 'runId', 'mode'])
   assertOk(await send(h.origin, '/hooks/wake', { body: WAKE, headers: { authorization: `BEARER ${TOKEN}` } }), 200, ['ok', 'action', 'runId', 'mode'])
@@ -207,6 +215,27 @@ fileToken('the token from the env of the other config is not accepted here', asy
 })
 
 fileToken.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const paddedFileToken = suite<{ h: Harness; token: string }>('a token file with whitespace around the token')
+
+paddedFileToken.before(async (ctx) => {
+  ctx.token = randomBytes(24).toString('base64url')
+  const secretFile = join(scratchDir('secret-'), 'hook-token')
+  writeFileSync(secretFile, ` \t${ctx.token}  \r\n\n`)
+  ctx.h = await serve(`hooks:\n  enabled: true\n  token: { file: ${JSON.stringify(secretFile)} }\n`)
+})
+paddedFileToken.after(async (ctx) => { await ctx.h.close() })
+
+// Regression: only one final newline was cut, so a file saved with a CRLF, a blank line or a space
+// held a token nobody could send
+paddedFileToken('a secret file with surrounding whitespace: the trimmed contents are the token', async ({ h, token }) => {
+  assertOk(await post(h.origin, '/hooks/wake', token, WAKE), 200, ['ok', 'action', 'runId', 'mode'])
+  assertError(await post(h.origin, '/hooks/wake', token + 'x', WAKE), 401, 'unauthorized')
+})
+
+paddedFileToken.run()
 
 // ---------------------------------------------------------------------------------------------
 

@@ -60,9 +60,16 @@ const presented = suite('presentedToken')
 presented('takes Bearer (any case, tabs or spaces) before x-hookgate-token', () => {
   assert.is(presentedToken({ authorization: 'Bearer abc', 'x-hookgate-token': 'other' }), 'abc')
   assert.is(presentedToken({ authorization: 'bearer\tabc  ' }), 'abc')
-  assert.is(presentedToken({ authorization: 'Basic abc', 'x-hookgate-token': 'other' }), 'other')
   assert.is(presentedToken({ authorization: 'Bearer a b' }), undefined)
   assert.is(presentedToken({ 'x-hookgate-token': '' }), undefined)
+  assert.is(presentedToken({ 'x-hookgate-token': 'other' }), 'other')
+})
+
+// Regression: an empty `Authorization: Bearer ` fell through to a valid x-hookgate-token and passed
+presented('an Authorization header is the presented credential even when empty, blank or of another scheme', () => {
+  for (const authorization of ['Bearer ', 'Bearer', 'Bearer \t ', '', '   ', 'Basic dXNlcjpwdw==', 'Token abc', 'other']) {
+    assert.is(presentedToken({ authorization, 'x-hookgate-token': 'valid' }), undefined, JSON.stringify(authorization))
+  }
 })
 
 token.run()
