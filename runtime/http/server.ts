@@ -16,6 +16,7 @@ import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { parseBody, readBody } from './body.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveRequestSessionKey } from './requests.js'
+import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../service-metrics.js'
 
 /** Everything a request needs, swapped as one object on reload. */
 export interface Serving {
@@ -48,13 +49,20 @@ export interface HandlerDeps {
   log(entry: RequestLog): void
   /** a debugging aid: put (the start of) each body into its log line */
   logBodies?: boolean
+  /** the text GET /metrics answers with; without it /metrics is not served */
+  metrics?: () => string
 }
 
 /** Bytes of an unread body drained after a refusal to keep the connection; above it, close. */
 const DRAIN_LIMIT = 64 * 1024
 
-/** What the handler learns along the way and the log line reports. */
-interface RequestNotes { runId?: string; body?: string }
+/** What the handler learns along the way and the log line and the metrics report. */
+interface RequestNotes {
+  runId?: string
+  body?: string
+  /** the metrics' route label: a mapping id or a built-in's name, never the request's path */
+  route?: string
+}
 
 export function createHandler(given: HandlerDeps) {
   const deps: Required<Pick<HandlerDeps, 'idempotency'>> & HandlerDeps = { ...given, idempotency: given.idempotency ?? new IdempotencyIndex(86_400_000) }
@@ -67,7 +75,9 @@ export function createHandler(given: HandlerDeps) {
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q)
     const notes: RequestNotes = {}
     const done = (status: number, code?: string) => {
-      const entry: RequestLog = { method: req.method ?? '?', path: path.length > 512 ? path.slice(0, 512) : path, status, ms: Math.round((performance.now() - started) * 100) / 100, client }
+      const ms = performance.now() - started
+      countRequest(notes.route ?? UNMATCHED, status, ms / 1000)
+      const entry: RequestLog = { method: req.method ?? '?', path: path.length > 512 ? path.slice(0, 512) : path, status, ms: Math.round(ms * 100) / 100, client }
       if (notes.runId) entry.runId = notes.runId
       if (code) entry.code = code
       if (notes.body !== undefined) entry.body = notes.body
@@ -94,9 +104,11 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   const base = config.basePath
 
   if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {
+    notes.route = 'healthz'
     sendJson(res, 200, { ok: true, bundle: bundle.manifest.inputsHash, compilerVersion: bundle.manifest.compilerVersion, routes: bundle.manifest.routes.length, uptimeSeconds: Math.round((Date.now() - deps.startedAt) / 1000) })
     return 200
   }
+  if (path === '/metrics' && deps.metrics) return serveMetrics(req, res, serving, deps, client, query, notes)
   if (path !== base && !path.startsWith(base + '/')) throw new HttpError(404, 'not_found', `nothing is served at ${path.slice(0, 200)}`)
   const params = query === '' ? NO_PARAMS : new URLSearchParams(query)
   if (params.has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
@@ -104,18 +116,14 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
 
   // Auth before a single body byte is read.
   const now = Date.now()
-  if (serving.token.matches(presentedToken(req.headers))) {
-    deps.limiter.succeed(client)
-  } else {
-    const locked = deps.limiter.retryAfter(client, now) || deps.limiter.fail(client, now)
-    if (locked) throw new HttpError(429, 'too_many_auth_failures', `too many failed attempts from this address; try again in ${locked} s`, { 'retry-after': String(locked) })
-    throw new HttpError(401, 'unauthorized', 'a valid hook token is required (Authorization: Bearer <token> or x-hookgate-token)')
-  }
+  authenticate(req, serving, deps.limiter, client, now)
   if (!config.enabled) throw new HttpError(404, 'hooks_disabled', 'hooks are disabled on this server (hooks.enabled is false)')
 
   const name = decodeName(path.slice(base.length + 1))
   const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)
   if (name === '' || (name !== 'wake' && name !== 'agent' && !routes)) throw new HttpError(404, 'no_mapping', name === '' ? 'name a hook: POST to a path under the base path' : `no mapping for ${base}/${name.slice(0, 200)}`)
+  // A name several mappings share (by match.source) is labelled once the payload chose one.
+  notes.route = routes ? (routes.length === 1 ? routes[0]!.id : undefined) : name
   const limit = routes ? maxBodyBytes(routes, config.server.maxBodyBytes) : config.server.maxBodyBytes
   const body = await readBody(req, limit, config.server.bodyTimeoutMs)
   if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')
@@ -149,7 +157,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
         },
       }
     }
-    const status = await dispatch(req, res, serving, deps, name, payload, body.length, params, now, correlationId, source, answer)
+    const status = await dispatch(req, res, serving, deps, name, payload, body.length, params, now, correlationId, source, answer, notes)
     return status
   } finally {
     if (idem?.kind === 'new') idem.finish(stored)
@@ -159,7 +167,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
 type Answer = (status: number, body: (runId: string) => Record<string, unknown>) => RowExtra & { send(): number }
 
 /** payload validation → policy → mapping/transform → action, once the body is in. */
-async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, bodyBytes: number, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer): Promise<number> {
+async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, bodyBytes: number, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer, notes: RequestNotes): Promise<number> {
   const config = serving.bundle.config
   if (name === 'wake') {
     const w = parseWakeRequest(payload)
@@ -182,6 +190,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   // The body was read up to the largest limit on the name; the chosen mapping's own limit rules.
   const chosen = selectRoute(serving.bundle.routeTable.get(name) ?? [], payload)
   if (!chosen) throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
+  notes.route = chosen.id
   const limit = chosen.maxBodyBytes ?? config.server.maxBodyBytes
   if (bodyBytes > limit) throw new HttpError(413, 'payload_too_large', `the body is ${bodyBytes} bytes; the limit for this mapping is ${limit}`)
   const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
@@ -190,6 +199,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId }
   if (outcome.kind === 'error') {
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
+    countTransformFailure(outcome.route.id, outcome.code)
     await deps.engine.recordOutcome(matched, chosen.action, 'failed', outcome.error)
     throw new HttpError(500, outcome.code, outcome.code === 'transform_timeout' ? 'the mapping transform timed out' : 'the mapping transform failed')
   }
@@ -221,6 +231,41 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
   await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey }, reply)
   return reply.send()
+}
+
+/**
+ * The hook token, checked in constant time; a wrong or missing one counts toward its client
+ * address's lock-out: 401, then 429 with Retry-After while locked out.
+ */
+function authenticate(req: IncomingMessage, serving: Serving, limiter: AuthLimiter, client: string, now: number): void {
+  if (serving.token.matches(presentedToken(req.headers))) {
+    limiter.succeed(client)
+    return
+  }
+  const already = limiter.retryAfter(client, now)
+  const locked = already || limiter.fail(client, now)
+  if (locked) {
+    if (!already) authMetrics.lockoutStarted.inc()
+    authMetrics.lockedOut.inc()
+    throw new HttpError(429, 'too_many_auth_failures', `too many failed attempts from this address; try again in ${locked} s`, { 'retry-after': String(locked) })
+  }
+  authMetrics.unauthorized.inc()
+  throw new HttpError(401, 'unauthorized', 'a valid hook token is required (Authorization: Bearer <token> or x-hookgate-token)')
+}
+
+/**
+ * GET /metrics: the Prometheus text format, behind the hook token (a scraper sends it as a
+ * Bearer token), with the same query, method and lock-out rules as a hook.
+ */
+function serveMetrics(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, client: string, query: string, notes: RequestNotes): number {
+  notes.route = 'metrics'
+  if (query !== '' && new URLSearchParams(query).has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
+  if (req.method !== 'GET') throw new HttpError(405, 'method_not_allowed', 'only GET is accepted here', { allow: 'GET' })
+  authenticate(req, serving, deps.limiter, client, Date.now())
+  const text = deps.metrics!()
+  res.writeHead(200, { 'content-type': EXPOSITION_CONTENT_TYPE, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' })
+  res.end(text)
+  return 200
 }
 
 /** Backpressure: accepted runs are kept until they finish, so past a bound new ones must wait. */
