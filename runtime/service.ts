@@ -17,6 +17,7 @@ import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
 import { isoNow } from './clock.js'
 import { acquireStateLock } from './store/state-lock.js'
+import { countReload, installMetricHooks, metricsRenderer } from './service-metrics.js'
 
 export interface ServeOptions {
   bundle: string
@@ -81,6 +82,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       server.listen(port, host, () => { server.off('error', fail); ok() })
     })
     // From here to the handler everything is synchronous: no request is read before it is wired.
+    installMetricHooks()
     firstServing = prepare(first, stateDir, (token, where) => {
       write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
     })
@@ -121,6 +123,12 @@ export async function startService(options: ServeOptions): Promise<Service> {
       if (engine.backlog >= limit) reasons.push(`the backlog is full: ${engine.backlog} accepted runs waiting (server.maxPendingRuns ${limit})`)
       return reasons
     },
+    metrics: metricsRenderer({
+      backlog: () => engine.backlog,
+      backlogLimit: () => serving.bundle.config.server.maxPendingRuns ?? 10_000,
+      queuedEvents: () => engine.queuedEvents(),
+      bundle: () => serving.bundle.manifest,
+    }),
   })
   server.on('request', handler)
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
@@ -147,6 +155,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
         if (next.manifest.inputsHash === serving.bundle.manifest.inputsHash) {
           info('bundle unchanged; nothing to reload', { bundle: next.manifest.inputsHash })
           reloadFailure = null
+          countReload('unchanged')
           return false
         }
         const prepared = prepare(next, stateDir, () => {})
@@ -161,10 +170,12 @@ export async function startService(options: ServeOptions): Promise<Service> {
         idempotency.setWindow(next.config.server.idempotencyWindowMs)
         info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
         reloadFailure = null
+        countReload('reloaded')
         return true
       } catch (err) {
         write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'bundle reload refused; still serving the previous bundle', error: (err as Error).message }))
         reloadFailure = (err as Error).message
+        countReload('refused')
         return false
       } finally {
         reloading = undefined

@@ -264,6 +264,13 @@ export class Engine {
     return { ok: true }
   }
 
+  /** Per agent, the events waiting for its next heartbeat turn (read when metrics are scraped). */
+  queuedEvents(): Array<[agentId: string, events: number]> {
+    const out: Array<[string, number]> = []
+    for (const [agentId, s] of this.sessions) out.push([agentId, s.pending.length])
+    return out
+  }
+
   private async agentTurn(row: RunRow, req: AgentRequest): Promise<void> {
     if (this.closed) return
     await this.runs.transition(row.id, 'running')

@@ -16,6 +16,7 @@ import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { parseBody, readBody } from './body.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
+import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../service-metrics.js'
 
 /** Everything a request needs, swapped as one object on reload. */
 export interface Serving {
@@ -50,17 +51,21 @@ export interface HandlerDeps {
   logBodies?: boolean
   /** why the service cannot do its work now (empty when healthy): /healthz answers 503 with them */
   degraded?(): string[]
+  /** the text GET /metrics answers with; without it /metrics is not served */
+  metrics?: () => string
 }
 
 /** Bytes of an unread body drained after a refusal to keep the connection; above it, close. */
 const DRAIN_LIMIT = 64 * 1024
 
-/** What the handler learns along the way and the log line reports. */
+/** What the handler learns along the way and the log line and the metrics report. */
 interface RequestNotes {
   runId?: string
   body?: string
   /** the definition a request matched (a built-in or a mapping): a failure after it still gets a row */
   matched?: { definitionKind: 'hook' | 'trigger'; definitionId: string; correlationId: string; action: 'wake' | 'agent' | 'workflow' }
+  /** the metrics' route label: a mapping id or a built-in's name, never the request's path */
+  route?: string
 }
 
 export function createHandler(given: HandlerDeps) {
@@ -74,7 +79,9 @@ export function createHandler(given: HandlerDeps) {
     const path = q < 0 ? rawUrl : rawUrl.slice(0, q)
     const notes: RequestNotes = {}
     const done = (status: number, code?: string) => {
-      const entry: RequestLog = { method: req.method ?? '?', path: path.length > 512 ? path.slice(0, 512) : path, status, ms: Math.round((performance.now() - started) * 100) / 100, client }
+      const ms = performance.now() - started
+      countRequest(notes.route ?? UNMATCHED, status, ms / 1000)
+      const entry: RequestLog = { method: req.method ?? '?', path: path.length > 512 ? path.slice(0, 512) : path, status, ms: Math.round(ms * 100) / 100, client }
       if (notes.runId) entry.runId = notes.runId
       if (code) entry.code = code
       if (notes.body !== undefined) entry.body = notes.body
@@ -101,6 +108,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   const base = config.basePath
 
   if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {
+    notes.route = 'healthz'
     const reasons = deps.degraded?.() ?? []
     const facts = { bundle: bundle.manifest.inputsHash, compilerVersion: bundle.manifest.compilerVersion, routes: bundle.manifest.routes.length, uptimeSeconds: Math.round((Date.now() - deps.startedAt) / 1000) }
     if (reasons.length > 0) {
@@ -110,6 +118,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
     sendJson(res, 200, { ok: true, status: 'ok', ...facts })
     return 200
   }
+  if (path === '/metrics' && deps.metrics) return serveMetrics(req, res, serving, deps, client, query, notes)
   if (path !== base && !path.startsWith(base + '/')) throw new HttpError(404, 'not_found', `nothing is served at ${path.slice(0, 200)}`)
   const params = query === '' ? NO_PARAMS : new URLSearchParams(query)
   if (params.has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
@@ -117,18 +126,14 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
 
   // Auth before a single body byte is read.
   const now = Date.now()
-  if (serving.token.matches(presentedToken(req.headers))) {
-    deps.limiter.succeed(client)
-  } else {
-    const locked = deps.limiter.retryAfter(client, now) || deps.limiter.fail(client, now)
-    if (locked) throw new HttpError(429, 'too_many_auth_failures', `too many failed attempts from this address; try again in ${locked} s`, { 'retry-after': String(locked) })
-    throw new HttpError(401, 'unauthorized', 'a valid hook token is required (Authorization: Bearer <token> or x-hookgate-token)')
-  }
+  authenticate(req, serving, deps.limiter, client, now)
   if (!config.enabled) throw new HttpError(404, 'hooks_disabled', 'hooks are disabled on this server (hooks.enabled is false)')
 
   const name = decodeName(path.slice(base.length + 1))
   const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)
   if (name === '' || (name !== 'wake' && name !== 'agent' && !routes)) throw new HttpError(404, 'no_mapping', name === '' ? 'name a hook: POST to a path under the base path' : `no mapping for ${base}/${name.slice(0, 200)}`)
+  // A name several mappings share (by match.source) is labelled once the payload chose one.
+  notes.route = routes ? (routes.length === 1 ? routes[0]!.id : undefined) : name
   // Nothing is acknowledged that is not on disk: while the store cannot write, refuse at once.
   const store = deps.engine.storeHealth()
   if (!store.ok) throw new HttpError(503, 'store_unavailable', 'the run store cannot write right now; try again shortly', { 'retry-after': '5' })
@@ -210,6 +215,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const chosen = selectRoute(serving.bundle.routeTable.get(name) ?? [], payload)
   if (!chosen) throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
   notes.matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId, action: chosen.action }
+  notes.route = chosen.id
   const limit = chosen.maxBodyBytes ?? config.server.maxBodyBytes
   if (bodyBytes > limit) throw new HttpError(413, 'payload_too_large', `the body is ${bodyBytes} bytes; the limit for this mapping is ${limit}`)
   const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
@@ -218,6 +224,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId }
   if (outcome.kind === 'error') {
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
+    countTransformFailure(outcome.route.id, outcome.code)
     await deps.engine.recordOutcome(matched, chosen.action, 'failed', outcome.error)
     throw new HttpError(500, outcome.code, outcome.code === 'transform_timeout' ? 'the mapping transform timed out' : 'the mapping transform failed')
   }
@@ -249,6 +256,41 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
   await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey }, reply)
   return reply.send()
+}
+
+/**
+ * The hook token, checked in constant time; a wrong or missing one counts toward its client
+ * address's lock-out: 401, then 429 with Retry-After while locked out.
+ */
+function authenticate(req: IncomingMessage, serving: Serving, limiter: AuthLimiter, client: string, now: number): void {
+  if (serving.token.matches(presentedToken(req.headers))) {
+    limiter.succeed(client)
+    return
+  }
+  const already = limiter.retryAfter(client, now)
+  const locked = already || limiter.fail(client, now)
+  if (locked) {
+    if (!already) authMetrics.lockoutStarted.inc()
+    authMetrics.lockedOut.inc()
+    throw new HttpError(429, 'too_many_auth_failures', `too many failed attempts from this address; try again in ${locked} s`, { 'retry-after': String(locked) })
+  }
+  authMetrics.unauthorized.inc()
+  throw new HttpError(401, 'unauthorized', 'a valid hook token is required (Authorization: Bearer <token> or x-hookgate-token)')
+}
+
+/**
+ * GET /metrics: the Prometheus text format, behind the hook token (a scraper sends it as a
+ * Bearer token), with the same query, method and lock-out rules as a hook.
+ */
+function serveMetrics(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, client: string, query: string, notes: RequestNotes): number {
+  notes.route = 'metrics'
+  if (query !== '' && new URLSearchParams(query).has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
+  if (req.method !== 'GET') throw new HttpError(405, 'method_not_allowed', 'only GET is accepted here', { allow: 'GET' })
+  authenticate(req, serving, deps.limiter, client, Date.now())
+  const text = deps.metrics!()
+  res.writeHead(200, { 'content-type': EXPOSITION_CONTENT_TYPE, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' })
+  res.end(text)
+  return 200
 }
 
 /** Backpressure: accepted runs are kept until they finish, so past a bound new ones must wait. */

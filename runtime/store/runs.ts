@@ -134,6 +134,8 @@ export interface RunHistory {
 }
 
 export class RunStore {
+  /** Told of every status a run enters, once it is on disk (the metrics count them); keep it cheap. */
+  static onDurable?: (action: RunAction, status: RunStatus) => void
   readonly stateDir: string
   readonly path: string
   /** what open() found wrong with the file, for the server to log: a torn tail it cut off, lines or records it skipped */
@@ -205,6 +207,7 @@ export class RunStore {
       this.rows.set(id, row)
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
+      RunStore.onDurable?.(row.action, row.status)
       return row
     }, (err: unknown) => {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
@@ -261,7 +264,7 @@ export class RunStore {
         let n = 0
         for (const id of now) {
           const row = this.rows.get(id)
-          if (row) { this.rows.set(id, applyStatus(row, record, true)); n++ }
+          if (row) { this.rows.set(id, applyStatus(row, record, true)); n++; RunStore.onDurable?.(row.action, status) }
         }
         this.countFinished(n)
       })
@@ -288,6 +291,7 @@ export class RunStore {
       const record: StatusRecord = { type: 'status', id, status, at: this.isoNow(), ...cleanExtra(extra) }
       await this.journal.append(record)
       const next = applyStatus(row, record)
+      RunStore.onDurable?.(row.action, status)
       // A finished run is never run again: its request stays on disk, not in memory.
       if (FINAL.has(status)) {
         this.rows.set(id, withoutRequest(next))
