@@ -355,6 +355,16 @@ export class RunStore {
     return RunStore.readHistory(stateDir).rows
   }
 
+  /** A row's request, read from its blob when it lives in one (the CLI, replay); undefined when gone. */
+  static readRequest(stateDir: string, row: RunRow): unknown {
+    if (row.request !== undefined || !row.requestBlob) return row.request
+    try {
+      return JSON.parse(Journal.readBlob(join(stateDir, RUNS_FILE), row.requestBlob.name).toString('utf8')) as unknown
+    } catch {
+      return undefined
+    }
+  }
+
   /** readRows plus what was skipped while reading. A missing file is an empty history. */
   static readHistory(stateDir: string): RunHistory {
     const read = Journal.read<unknown>(join(stateDir, RUNS_FILE))

@@ -67,7 +67,7 @@ export function alive(t: Target): boolean {
  */
 export function wakeTextOf(stateDir: string, runId: string): string | undefined {
   const row = RunStore.readRows(stateDir).find((r) => r.id === runId)
-  const text = (row?.request as { text?: unknown } | undefined)?.text
+  const text = (row && (RunStore.readRequest(stateDir, row) as { text?: unknown } | undefined))?.text
   if (typeof text === 'string') return text
   const journal = join(stateDir, 'sessions', 'main', 'main.jsonl')
   if (!existsSync(journal)) return undefined
