@@ -238,7 +238,7 @@ neutralise('ordinary text passes through byte-identical', () => {
   const ordinary = [
     'external content',
     'untrusted',
-    'This is external, untrusted content from a webhook.',
+    'This content is external and untrusted.',
     'content external untrusted',
     '<b>bold</b> <<not a marker>> a < b > c',
     'emoji \u{1F600}\u{1F469}\u200D\u{1F4BB} flags \u{1F1FA}\u{1F1F8}',
