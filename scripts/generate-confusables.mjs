@@ -223,11 +223,12 @@ for (const [lookAlike, prototype] of Object.entries(confusables)) {
   const letter = prototype.normalize('NFKD').toUpperCase()
   if (letter.length !== 1 || !MARKER_LETTERS.has(letter)) continue
   const cp = lookAlike.codePointAt(0)
-  lookAlikes.push({ codePoint: cp.toString(16).toUpperCase().padStart(4, '0'), letter, script: scriptOf(lookAlike) })
+  lookAlikes.push([cp, letter, scriptOf(lookAlike)])
 }
-lookAlikes.sort((x, y) => parseInt(x.codePoint, 16) - parseInt(y.codePoint, 16))
+lookAlikes.sort((x, y) => x[0] - y[0])
+const rows = lookAlikes.map(([cp, letter, script]) => JSON.stringify([cp.toString(16).toUpperCase().padStart(4, '0'), letter, script]))
 mkdirSync(dirname(FIXTURE_OUT), { recursive: true })
-writeFileSync(FIXTURE_OUT, JSON.stringify({ source, lookAlikes }, null, 1) + '\n')
+writeFileSync(FIXTURE_OUT, `{"source":${JSON.stringify(source)},\n"columns":["codePoint","letter","script"],\n"lookAlikes":[\n${rows.join(',\n')}\n]}\n`)
 
 process.stderr.write(`generate-confusables: ${readings.length} readings, ${runs.length / 2} runs, ` +
   `${Buffer.byteLength(table)} bytes to ${TABLE_OUT}; ${lookAlikes.length} look-alikes to ${FIXTURE_OUT}\n`)
