@@ -39,9 +39,9 @@ const dataVersion = /confusables\.txt\)?,? v?(\d+\.\d+\.\d+)/.exec(readFileSync(
 const source = `${pkg.name}@${pkg.version} (confusables.txt ${dataVersion}), NFKD from Unicode ${process.versions.unicode}`
 
 // ---------------------------------------------------------------------------------------------
-// How one code point reads. The reading is a string over the marker alphabet: A-Z and 0-9 (case
-// folded), `<`, `>`, `"` (any quote) and `=`; '?' for any other letter or digit (it breaks a
-// marker); '\n' for a line break; '' for everything else (spaces, punctuation, symbols, marks,
+// How one code point reads. The reading is a string over the marker alphabet: A-Z (case folded;
+// the data reads 0 as O and 1 as l), `<`, `>`, `"` (any quote) and `=`; '?' for any other letter
+// or digit (it breaks a marker); '\n' for a line break; '' for everything else (spaces, punctuation, symbols, marks,
 // format and unassigned code points), which the matcher skips between the marker's letters.
 // ---------------------------------------------------------------------------------------------
 
