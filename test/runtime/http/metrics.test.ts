@@ -341,4 +341,13 @@ journal('a journal flush report is counted by journal kind, write and fsync time
   assert.not.ok(after.text.includes('ENOSPC'), 'an error message reached a label')
 })
 
+journal('a real wake moves the runs journal\'s flush counter and the fsync histogram', async ({ h }) => {
+  const before = await scrape(h)
+  assert.is((await post(h.origin, '/hooks/wake', TOKEN, WAKE)).status, 200)
+  const after = await scrape(h)
+  assert.ok(after.value('hookgate_journal_flushes_total', { journal: 'runs', result: 'ok' }) > before.value('hookgate_journal_flushes_total', { journal: 'runs', result: 'ok' }))
+  assert.ok(after.value('hookgate_journal_records_total', { journal: 'runs' }) > before.value('hookgate_journal_records_total', { journal: 'runs' }))
+  assert.ok(after.histogram('hookgate_journal_fsync_seconds').count > before.histogram('hookgate_journal_fsync_seconds').count)
+})
+
 journal.run()
