@@ -8,7 +8,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileFile, type CompileOutcome } from '../../compiler/index.js'
 import { COMPILER_VERSION } from '../../compiler/emit.js'
-import { BUNDLE_FILE, FORMAT_VERSION, MANIFEST_FILE, type BundleManifest } from '../../runtime/bundle-format.js'
+import { BUNDLE_FILE, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, type BundleManifest } from '../../runtime/bundle-format.js'
 import { loadBundle } from '../../runtime/bundle.js'
 import { selectRoute } from '../../runtime/mapping.js'
 import { templateHelpers, type RenderContext } from '../../runtime/template-helpers.js'
@@ -331,7 +331,9 @@ emit('output is written atomically: no *.tmp is left in the out dir', async () =
   const root = project()
   await build(root)
   await build(root) // a second compile replaces the files in place
-  assert.equal(readdirSync(join(root, 'out')).sort(), [BUNDLE_FILE, MANIFEST_FILE].sort())
+  const files = readdirSync(join(root, 'out')).sort()
+  assert.equal(files.filter((f) => !TRANSFORMS_FILE.test(f)), [BUNDLE_FILE, MANIFEST_FILE].sort())
+  assert.is(files.filter((f) => TRANSFORMS_FILE.test(f)).length, 1, `one transform module: ${files.join(', ')}`)
 })
 
 emit('check: true writes nothing', async () => {
