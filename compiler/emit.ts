@@ -250,9 +250,13 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
     // where relative paths in the config (secret files, stateDir) start, seen from the bundle
     configDirFromBundle: toPosix(relative(outDir, configDir)) || '.',
   }
-  lines.push(`export const manifest = ${lit(manifest)};`)
-  lines.push(`export const config = ${lit(runtimeConfig)};`)
-  lines.push('export const routes = [')
+  // Everything sits inside one exported function and is built when the runtime calls it: Node never
+  // frees an imported module, but what the function returns is freed once a reload replaces it;
+  // only the module's source and its code stay behind.
+  lines.push('export function bundle() {')
+  lines.push(`const manifest = ${lit(manifest)};`)
+  lines.push(`const config = ${lit(runtimeConfig)};`)
+  lines.push('const routes = [')
   for (const { route, render } of compiled.routes) {
     const data = {
       id: route.id,
@@ -279,7 +283,7 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
     lines.push(`  { ...${lit(data)}, render: { ${renders} }, transform: ${transform} },`)
   }
   lines.push('];')
-  lines.push('export const workflows = [')
+  lines.push('const workflows = [')
   for (const wf of resolved.workflows) {
     const steps = compiled.workflowSteps.get(wf.id) ?? []
     const stepCode = wf.steps.map((s, i) => {
@@ -290,6 +294,8 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
     lines.push(`  { id: ${lit(wf.id)}, steps: [${stepCode.join(', ')}] },`)
   }
   lines.push('];')
+  lines.push('return { manifest, config, routes, workflows };')
+  lines.push('}')
   return lines.join('\n') + '\n'
 }
 

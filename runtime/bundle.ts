@@ -58,7 +58,10 @@ export async function loadBundle(pathOrDir: string): Promise<LoadedBundle> {
   let mod: Partial<BundleModule>
   try {
     // A fresh URL per load, so that a reload sees the new file rather than the module cache.
-    mod = await import(`${pathToFileURL(file).href}?load=${++loads}&mtime=${statSync(file).mtimeMs}`) as Partial<BundleModule>
+    const exported = await import(`${pathToFileURL(file).href}?load=${++loads}&mtime=${statSync(file).mtimeMs}`) as Partial<BundleModule> & { bundle?: () => Partial<BundleModule> }
+    // Format 2 builds its contents in bundle(), so that they can be freed after a reload (the
+    // module itself never is); an older bundle exports them, which is enough to name its format.
+    mod = typeof exported.bundle === 'function' ? exported.bundle() : exported
   } catch (err) {
     throw new BundleLoadError(`cannot load bundle ${file}: ${(err as Error).message}`)
   }
