@@ -254,9 +254,12 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
   // frees an imported module, but what the function returns is freed once a reload replaces it;
   // only the module's source and its code stay behind.
   lines.push('export function bundle() {')
-  lines.push(`const manifest = ${lit(manifest)};`)
-  lines.push(`const config = ${lit(runtimeConfig)};`)
-  lines.push('const routes = [')
+  // Data as JSON text: one string constant instead of bytecode building each object literal.
+  const parse = (v: unknown) => `JSON.parse(${lit(JSON.stringify(v))})`
+  lines.push(`const manifest = ${parse(manifest)};`)
+  lines.push(`const config = ${parse(runtimeConfig)};`)
+  const routeData: unknown[] = []
+  const routeLines: string[] = []
   for (const { route, render } of compiled.routes) {
     const data = {
       id: route.id,
@@ -278,11 +281,14 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
     }
     const renders = Object.entries(render).map(([field, code]) => `${lit(field)}: ${code}`).join(', ')
     const transform = route.transform && route.transformFile
-      ? lit({ exportName: route.transform.exportName, module: route.transform.module, timeoutMs: route.transform.timeoutMs, file: transformFileOf.get(envKey(route.transform.env)), env: [...route.transform.env].sort() })
-      : 'null'
-    lines.push(`  { ...${lit(data)}, render: { ${renders} }, transform: ${transform} },`)
+      ? { exportName: route.transform.exportName, module: route.transform.module, timeoutMs: route.transform.timeoutMs, file: transformFileOf.get(envKey(route.transform.env)), env: [...route.transform.env].sort() }
+      : null
+    routeData.push({ ...data, transform })
+    routeLines.push(`  { ${renders} },`)
   }
-  lines.push('];')
+  lines.push(`const routeData = ${parse(routeData)};`)
+  lines.push('const renders = [', ...routeLines, '];')
+  lines.push('const routes = routeData.map((d, i) => ({ ...d, render: renders[i] }));')
   lines.push('const workflows = [')
   for (const wf of resolved.workflows) {
     const steps = compiled.workflowSteps.get(wf.id) ?? []
