@@ -67,6 +67,7 @@ hung.before(async (ctx) => {
     'transforms/keep.mjs': 'export default function keep() { return {} }\n',
     // a timer keeps the worker alive, so this waits forever rather than ending the worker
     'transforms/never.mjs': 'await new Promise(() => { setInterval(() => {}, 1000) })\nexport default function never() { return {} }\n',
+    'transforms/busy.mjs': 'const end = Date.now() + 20000\nwhile (Date.now() < end) { /* 20 s of top-level work */ }\nexport default function busy() { return {} }\n',
   })
   ctx.h = await serveProject(project, { reloadDeadlineMs: 1000 })
 })
@@ -85,6 +86,17 @@ hung('is abandoned and logged at its deadline, the old bundle serving throughout
   await recompile(h, config(['first', 'second']))
   assert.is(await within(h.service.reload(), 5000, 'still hanging'), true)
   assertOk(await post(h.origin, '/hooks/second', TOKEN, {}), 200, WAKE_KEYS)
+})
+
+hung('a transform module looping for 20 s at load stalls no request: the reload is abandoned, the old bundle answers at once', async ({ h }) => {
+  await recompile(h, config(['first', 'third'], 'busy.mjs'))
+  const reloading = h.service.reload()
+  // Regression: the loop ran on the main thread while the bundle was imported, stalling every request.
+  const reply = await within(post(h.origin, '/hooks/first', TOKEN, {}), 4000, 'stalled')
+  assert.ok(reply !== 'stalled', 'a request waited on the reload')
+  assertOk(reply as Awaited<ReturnType<typeof post>>, 200, WAKE_KEYS)
+  assert.is(await within(reloading, 5000, 'still hanging'), false)
+  assert.is((await post(h.origin, '/hooks/third', TOKEN, {})).status, 404)
 })
 
 hung.run()
