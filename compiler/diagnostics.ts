@@ -79,6 +79,7 @@ export const DiagnosticCodes = {
   TRANSFORM_PATH_ESCAPE: 'transform.module is absolute, contains "..", or resolves outside transformsDir',
   TRANSFORM_NOT_FOUND: 'transform.module does not exist',
   TRANSFORM_EXPORT_MISSING: 'the transform module does not export the named function',
+  TRANSFORM_ENV_SECRET: 'transform.env lists the variable that holds hooks.token',
   TRANSFORM_BUILD: 'esbuild could not build the transform module',
   CRON_INVALID: 'a task schedule is not a valid five-field cron expression',
   TOO_MANY_ERRORS: 'more errors were found than --max-errors allows to print',

@@ -34,7 +34,7 @@ export interface RouteSpec {
   workflow?: string
   maxBodyBytes?: number
   allowUnsafeExternalContent: boolean
-  transform?: { module: string; exportName: string; timeoutMs: number; path: PathSegment[] }
+  transform?: { module: string; exportName: string; timeoutMs: number; env: string[]; path: PathSegment[] }
   notify?: 'silent' | 'done' | 'state'
 }
 
@@ -132,6 +132,7 @@ function fromMapping(m: MappingConfig, at: PathSegment[], fallbackId: string): R
       module: m.transform.module,
       exportName: m.transform.export ?? 'default',
       timeoutMs: m.transform.timeoutMs ?? DEFAULT_TRANSFORM_TIMEOUT_MS,
+      env: m.transform.env ?? [],
       path: [...at, 'transform', 'module'],
     }
   }

@@ -71,6 +71,7 @@ export const DEFAULT_SERVER: ServerSettings = {
   concurrency: 4,
   maxPendingRuns: 10_000,
   idempotencyWindowMs: 86_400_000,
+  transformMemoryMiB: 128,
 }
 
 const RESERVED_NAMES = new Set(['wake', 'agent'])
@@ -181,6 +182,12 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
         const file = resolveTransformModule(route.transform.module, transformsDir, route.transform.path, loaded, bag)
         if (file) route.transformFile = file
       }
+      // The hook token authenticates every sender: no transform code gets to read it.
+      const tokenEnv = token?.kind === 'env' ? token.name : undefined
+      const leaked = route.transform.env.indexOf(tokenEnv ?? '')
+      if (tokenEnv !== undefined && leaked >= 0) {
+        bag.error('TRANSFORM_ENV_SECRET', `transform of mapping "${route.id}" lists ${tokenEnv}, the variable that holds hooks.token`, at([...spec.configPath, 'transform', 'env', leaked]), 'a transform never needs the hook token: remove it from transform.env')
+      }
     }
     checkRouteModel(route, agents, defaultAgentId, loaded, bag)
     if (route.channel !== 'last' && !channelIds.has(route.channel)) {
@@ -208,6 +215,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     concurrency: s.concurrency ?? DEFAULT_SERVER.concurrency,
     maxPendingRuns: s.maxPendingRuns ?? DEFAULT_SERVER.maxPendingRuns,
     idempotencyWindowMs: s.idempotencyWindowSeconds !== undefined ? Math.round(s.idempotencyWindowSeconds * 1000) : DEFAULT_SERVER.idempotencyWindowMs,
+    transformMemoryMiB: s.transformMemoryMiB ?? DEFAULT_SERVER.transformMemoryMiB,
   }
 
   let gmail: Record<string, unknown> | undefined

@@ -32,6 +32,7 @@ export const TransformSchema = Type.Object({
   module: Type.String({ minLength: 1, description: 'module path relative to hooks.transformsDir (.js, .mjs, .ts, .mts)' }),
   export: Type.Optional(Type.String({ minLength: 1, pattern: '^[A-Za-z_$][A-Za-z0-9_$]*$', description: 'exported function name, default: default' })),
   timeoutMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 60000, description: 'a transform running longer fails the request with 500; default 2000' })),
+  env: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'an environment variable name: letters, digits and _, not starting with a digit' }), { uniqueItems: true, maxItems: 64, description: 'environment variables the transform may read from process.env; it sees no other (default none)' })),
 }, closed)
 
 export const MappingSchema = Type.Object({
@@ -159,6 +160,7 @@ export const ServerSchema = Type.Object({
   concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'isolated agent turns running at once, default 4' })),
   maxPendingRuns: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'agent and workflow runs accepted but not finished; past it new ones get 503, default 10000' })),
   idempotencyWindowSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 30 * 86400, description: 'how long an Idempotency-Key is remembered, default 86400' })),
+  transformMemoryMiB: Type.Optional(Type.Integer({ minimum: 16, maximum: 4096, description: 'heap limit of each transform worker thread; a transform over it fails its request with 500, default 128' })),
 }, closed)
 
 export const ProviderSchema = Type.Object({

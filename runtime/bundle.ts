@@ -1,10 +1,11 @@
 // Loads a compiled bundle: finds the file, checks the format version (and says which side to
 // upgrade), and builds the frozen route table that a request looks up once. No YAML, no schema,
-// no eval here: the bundle is plain ES module code emitted by the compiler.
-import { existsSync, statSync } from 'node:fs'
+// no eval here: the bundle is plain ES module code emitted by the compiler, and holds no
+// transform code (that is imported by the transform workers only).
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { BUNDLE_FILE, FORMAT_VERSION, type BundleConfig, type BundleManifest, type BundleModule, type BundleRoute, type BundleWorkflow } from './bundle-format.js'
+import { BANNER_HASH, BUNDLE_FILE, FORMAT_VERSION, type BundleConfig, type BundleManifest, type BundleModule, type BundleRoute, type BundleWorkflow } from './bundle-format.js'
 
 export interface LoadedBundle {
   file: string
@@ -31,6 +32,24 @@ export function bundleFileOf(pathOrDir: string): string {
 
 let loads = 0
 
+/**
+ * The inputs hash on the bundle's first line, read from its first 512 bytes without importing it;
+ * undefined when the file is missing or carries no such line (then only importing it can tell).
+ */
+export function readBundleHash(file: string): string | undefined {
+  let fd: number | undefined
+  try {
+    fd = openSync(file, 'r')
+    const head = Buffer.alloc(512)
+    const n = readSync(fd, head, 0, head.length, 0)
+    return BANNER_HASH.exec(head.subarray(0, n).toString('utf8'))?.[1]
+  } catch {
+    return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
 export async function loadBundle(pathOrDir: string): Promise<LoadedBundle> {
   const file = bundleFileOf(pathOrDir)
   if (!existsSync(file)) {
@@ -39,7 +58,10 @@ export async function loadBundle(pathOrDir: string): Promise<LoadedBundle> {
   let mod: Partial<BundleModule>
   try {
     // A fresh URL per load, so that a reload sees the new file rather than the module cache.
-    mod = await import(`${pathToFileURL(file).href}?load=${++loads}&mtime=${statSync(file).mtimeMs}`) as Partial<BundleModule>
+    const exported = await import(`${pathToFileURL(file).href}?load=${++loads}&mtime=${statSync(file).mtimeMs}`) as Partial<BundleModule> & { bundle?: () => Partial<BundleModule> }
+    // Format 2 builds its contents in bundle(), so that they can be freed after a reload (the
+    // module itself never is); an older bundle exports them, which is enough to name its format.
+    mod = typeof exported.bundle === 'function' ? exported.bundle() : exported
   } catch (err) {
     throw new BundleLoadError(`cannot load bundle ${file}: ${(err as Error).message}`)
   }

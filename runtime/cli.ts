@@ -9,6 +9,7 @@ import { startService } from './service.js'
 import { runsCommand } from './store/runs-cli.js'
 import { HttpError } from './http/errors.js'
 import { resolveMappedSessionKey } from './http/requests.js'
+import { TransformPool } from './transforms/pool.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
@@ -147,7 +148,15 @@ async function tryCommand(argv: string[]): Promise<number> {
   } catch (err) {
     return print(400, { code: 'invalid_json', error: `the payload is not valid JSON: ${(err as Error).message}` })
   }
-  const outcome = await applyMapping(bundle.routeTable.get(name), { payload, headers, query, path: name, now: new Date().toISOString() })
+  // The transform runs in a worker thread here too, as in the server: an endless loop in it is
+  // stopped by its timeout instead of hanging this command.
+  const pool = TransformPool.forBundle(bundle, { size: 1 })
+  let outcome
+  try {
+    outcome = await applyMapping(bundle.routeTable.get(name), { payload, headers, query, path: name, now: new Date().toISOString() }, pool ? (route, input) => pool.run(route, input) : undefined)
+  } finally {
+    await pool?.close()
+  }
   switch (outcome.kind) {
     case 'no-match':
       return print(404, { code: 'no_mapping', error: `no mapping matches ${bundle.config.basePath}/${name}` })

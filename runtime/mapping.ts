@@ -1,11 +1,12 @@
 // The request-time half of a mapping: pick the route (match.source), render its compiled
-// templates, run its transform with a time limit, merge the transform's answer, and produce the
-// action. Used by the server and by `hookgate try`, so both answer the same.
+// templates, hand its transform (secret headers redacted) to the worker threads that run it, merge
+// the transform's answer, and produce the action. Used by the server and by `hookgate try`, so
+// both answer the same.
 //
 // Hot path: no file reads, no eval, no per-request allocation beyond the context and the action.
 import type { BundleRoute, RenderContext, TransformInput, WakeMode } from './bundle-format.js'
 import { TransformFailed, TransformTimeout } from './transforms/pool.js'
-import { templateHelpers } from './template-helpers.js'
+import { isSecretHeader, templateHelpers } from './template-helpers.js'
 
 /** What a mapping sees of a request: exactly what its templates can read. */
 export type MappingInput = RenderContext
@@ -64,14 +65,22 @@ export function selectRoute(routes: readonly BundleRoute[], payload: unknown): B
   return undefined
 }
 
-/** Runs a route's transform; the server passes one backed by worker threads (runtime/transforms). */
+/**
+ * Runs a route's transform: always worker threads (runtime/transforms/pool.ts), for the server and
+ * for `hookgate try` alike; transform code is never evaluated on the main thread.
+ */
 export type TransformRunner = (route: BundleRoute, input: TransformInput) => Promise<unknown>
 
-/** In-process, with a timer: enough for `hookgate try`, but a synchronous endless loop would hang it. */
-export const runTransformInProcess: TransformRunner = (route, input) =>
-  withTimeout(Promise.resolve().then(() => route.transform!.fn(Object.freeze(input))), route.transform!.timeoutMs)
+/** The headers a transform sees: secret ones redacted exactly as `{{headers}}` shows them. */
+function transformHeaders(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = Object.create(null)
+  for (const key of Object.keys(headers)) out[key] = isSecretHeader(key) ? REDACTED : headers[key]!
+  return out
+}
 
-export async function applyMapping(routes: readonly BundleRoute[] | undefined, input: MappingInput, runTransform: TransformRunner = runTransformInProcess): Promise<MappingOutcome> {
+const REDACTED = '[redacted]'
+
+export async function applyMapping(routes: readonly BundleRoute[] | undefined, input: MappingInput, runTransform?: TransformRunner): Promise<MappingOutcome> {
   const route = routes && selectRoute(routes, input.payload)
   if (!route) return { kind: 'no-match' }
   const ctx: RenderContext = Object.assign(Object.create(null), input)
@@ -84,9 +93,10 @@ export async function applyMapping(routes: readonly BundleRoute[] | undefined, i
   if (route.transform) {
     let out: unknown
     try {
-      out = await runTransform(route, { payload: input.payload, headers: input.headers, query: input.query, path: input.path })
+      if (!runTransform) throw new TransformFailed('no transform workers')
+      out = await runTransform(route, { payload: input.payload, headers: transformHeaders(input.headers), query: input.query, path: input.path })
     } catch (err) {
-      if (err === TIMEOUT || err instanceof TransformTimeout) return { kind: 'error', route, status: 500, code: 'transform_timeout', error: `transform of mapping "${route.id}" did not finish within ${route.transform.timeoutMs} ms` }
+      if (err instanceof TransformTimeout) return { kind: 'error', route, status: 500, code: 'transform_timeout', error: `transform of mapping "${route.id}" did not finish within ${route.transform.timeoutMs} ms` }
       if (err instanceof TransformFailed && err.invalidOutput) return { kind: 'error', route, status: 500, code: 'transform_invalid_output', error: `transform of mapping "${route.id}" returned ${err.message}` }
       return { kind: 'error', route, status: 500, code: 'transform_failed', error: `transform of mapping "${route.id}" failed` }
     }
@@ -143,14 +153,4 @@ function mergeOverride(action: HookAction, out: unknown): HookAction | string {
     else if (key in next) next[key] = value
   }
   return next as unknown as HookAction
-}
-
-const TIMEOUT = Symbol('timeout')
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(TIMEOUT), ms) }),
-  ]).finally(() => clearTimeout(timer))
 }

@@ -6,7 +6,7 @@ import { watch, type FSWatcher } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { basename, dirname, resolve } from 'node:path'
 import type { AddressInfo } from 'node:net'
-import { loadBundle, bundleFileOf, type LoadedBundle } from './bundle.js'
+import { loadBundle, bundleFileOf, readBundleHash, type LoadedBundle } from './bundle.js'
 import { resolveToken } from './secrets.js'
 import { Engine, type EngineWiring } from './agents/engine.js'
 import { createModelRegistry } from './agents/models.js'
@@ -34,7 +34,11 @@ export interface ServeOptions {
   logBodies?: boolean
   /** where log lines go, default stdout */
   write?: (line: string) => void
+  /** a reload not done within this (transform modules loading included) is abandoned, default 15 s */
+  reloadDeadlineMs?: number
 }
+
+const DEFAULT_RELOAD_DEADLINE_MS = 15_000
 
 export interface Service {
   url: string
@@ -147,37 +151,76 @@ export async function startService(options: ServeOptions): Promise<Service> {
 
   /** why the last reload was refused, until one succeeds (or finds the bundle unchanged) */
   let reloadFailure: string | null = null
+  const reloadDeadlineMs = options.reloadDeadlineMs ?? DEFAULT_RELOAD_DEADLINE_MS
+  const logError = (msg: string, error: string) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg, error }))
+
+  /** One reload; `attempt.abandoned` turns true when its deadline passed, and then it must swap nothing in. */
+  const reloadOnce = async (attempt: { abandoned: boolean; pool?: TransformPool | null }): Promise<boolean> => {
+    // Compared before anything is imported: Node never frees an imported module, so importing an
+    // unchanged bundle on every SIGHUP would only grow the heap.
+    const onDisk = readBundleHash(bundleFile)
+    if (onDisk !== undefined && onDisk === serving.bundle.manifest.inputsHash) {
+      info('bundle unchanged; nothing to reload', { bundle: onDisk })
+      reloadFailure = null
+      countReload('unchanged')
+      return false
+    }
+    const next = await loadBundle(bundleFile)
+    if (next.manifest.inputsHash === serving.bundle.manifest.inputsHash) {
+      info('bundle unchanged; nothing to reload', { bundle: next.manifest.inputsHash })
+      reloadFailure = null
+      countReload('unchanged')
+      return false
+    }
+    if (attempt.abandoned) return false
+    const prepared = prepare(next, stateDir, () => {}, reloadDeadlineMs)
+    attempt.pool = prepared.pool
+    if (next.config.server.host !== host || next.config.server.port !== serving.bundle.config.server.port) {
+      info('server.host and server.port changes take effect at the next start')
+    }
+    try {
+      // The transform modules' top-level code runs here, in the new workers, never on this thread.
+      await prepared.pool?.warm()
+    } catch (err) {
+      void prepared.pool?.close()
+      throw err
+    }
+    if (attempt.abandoned) {
+      void prepared.pool?.close()
+      return false
+    }
+    const old = serving
+    serving = prepared
+    void old.pool?.closeWhenIdle()
+    engine.configure(next.config, next.workflows, prepared.wiring)
+    idempotency.setWindow(next.config.server.idempotencyWindowMs)
+    info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
+    reloadFailure = null
+    countReload('reloaded')
+    return true
+  }
+
   let reloading: Promise<boolean> | undefined
   const reload = (): Promise<boolean> => {
     reloading ??= (async () => {
+      const attempt: { abandoned: boolean; pool?: TransformPool | null } = { abandoned: false }
+      let timer: NodeJS.Timeout | undefined
+      const deadline = new Promise<never>((_, fail) => {
+        timer = setTimeout(() => fail(new Error(`the reload did not finish within ${reloadDeadlineMs} ms (a transform module that does not finish loading?)`)), reloadDeadlineMs)
+      })
       try {
-        const next = await loadBundle(bundleFile)
-        if (next.manifest.inputsHash === serving.bundle.manifest.inputsHash) {
-          info('bundle unchanged; nothing to reload', { bundle: next.manifest.inputsHash })
-          reloadFailure = null
-          countReload('unchanged')
-          return false
-        }
-        const prepared = prepare(next, stateDir, () => {})
-        if (next.config.server.host !== host || next.config.server.port !== serving.bundle.config.server.port) {
-          info('server.host and server.port changes take effect at the next start')
-        }
-        await prepared.pool?.warm()
-        const old = serving
-        serving = prepared
-        void old.pool?.closeWhenIdle()
-        engine.configure(next.config, next.workflows, prepared.wiring)
-        idempotency.setWindow(next.config.server.idempotencyWindowMs)
-        info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
-        reloadFailure = null
-        countReload('reloaded')
-        return true
+        // A reload that hangs (a transform whose top-level await never settles) is abandoned, so
+        // that it cannot hold `reloading` and block every later one.
+        return await Promise.race([reloadOnce(attempt), deadline])
       } catch (err) {
-        write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'bundle reload refused; still serving the previous bundle', error: (err as Error).message }))
+        attempt.abandoned = true
+        void attempt.pool?.close()
+        logError('bundle reload refused; still serving the previous bundle', (err as Error).message)
         reloadFailure = (err as Error).message
         countReload('refused')
         return false
       } finally {
+        clearTimeout(timer)
         reloading = undefined
       }
     })()
@@ -262,7 +305,7 @@ function batchedStdout(): { write(line: string): void; flush(): void } {
  * Everything a bundle needs before it can serve, built once per load: secrets resolved (a missing
  * one is an error naming the reference), model providers and channels created, transform workers.
  */
-function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void): Serving & { pool: TransformPool | null; wiring: EngineWiring } {
+function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void, startDeadlineMs?: number): Serving & { pool: TransformPool | null; wiring: EngineWiring } {
   const wiring: EngineWiring = {
     models: createModelRegistry(bundle.config.providers ?? [], bundle.configDir),
     channels: createChannels(bundle.config.channels ?? [], bundle.configDir),
@@ -272,12 +315,12 @@ function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: st
     ? { digest: randomBytes(32), describe: 'none' }
     : resolveToken(bundle.config.token, bundle.configDir, stateDir)
   if (token.generated) onGenerated(token.generated, token.describe)
-  const pool = bundle.manifest.routes.some((r) => r.transform) ? new TransformPool(bundle.file) : null
+  const pool = TransformPool.forBundle(bundle, startDeadlineMs !== undefined ? { startDeadlineMs } : {})
   return {
     bundle,
     token: new TokenCheck(token.digest),
     trusted: new AddressMatcher(bundle.config.server.trustedProxies),
-    transforms: pool && ((route, input) => pool.run(route.id, input, route.transform!.timeoutMs)),
+    transforms: pool && ((route, input) => pool.run(route, input)),
     pool,
     wiring,
   }

@@ -1,9 +1,15 @@
-// A small pool of worker threads that run transforms with a hard time limit: a transform that
-// does not answer in time has its worker terminated (stopping even a synchronous endless loop) and
-// a fresh worker takes its place. One call per worker at a time, so a timeout is always its own.
-import { Worker } from 'node:worker_threads'
+// Worker threads that run transforms, isolated from the server: each worker imports only the
+// transform module it serves (transform code never runs on the main thread), gets an empty
+// environment plus the names its mappings list, and a heap limit. A transform that does not answer
+// in time has its worker terminated (stopping even a synchronous endless loop) and a fresh worker
+// takes its place. One call per worker at a time, and every event of a worker concerns only the
+// call that worker was running: a worker that died or was terminated never touches another call.
+import { realpathSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import type { TransformInput } from '../bundle-format.js'
+import { Worker, type MessagePort } from 'node:worker_threads'
+import type { BundleRoute, TransformInput } from '../bundle-format.js'
+import type { LoadedBundle } from '../bundle.js'
 
 export class TransformTimeout extends Error {}
 export class TransformFailed extends Error {
@@ -12,105 +18,141 @@ export class TransformFailed extends Error {
   }
 }
 
-interface Pending { resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout }
+/** How long a worker may take to import its transform module (its top-level code) before it is given up. */
+export const DEFAULT_START_DEADLINE_MS = 10_000
+
+const WORKER_URL = new URL('./worker.js', import.meta.url)
+
+interface WorkerSpec {
+  transformsUrl: string
+  env: Record<string, string>
+  memoryMiB: number
+  startDeadlineMs: number
+}
+
+interface Job { id: number; worker: Worker; resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout | undefined }
+
+interface Result { id?: number; ok?: boolean; value?: unknown; error?: string; invalid?: boolean; ready?: boolean }
 
 class Slot {
-  worker: Worker | undefined
-  ready: Promise<void> | undefined
+  private worker: Worker | undefined
+  /** the worker's private port: calls and results go over it, never over parentPort */
+  private port: MessagePort | undefined
+  private ready: Promise<void> | undefined
+  private job: Job | undefined
   busy = false
-  current: { id: number; pending: Pending } | undefined
 
-  constructor(private readonly bundleUrl: string) {}
+  constructor(private readonly spec: WorkerSpec) {}
 
-  start(): Promise<void> {
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: { bundleUrl: this.bundleUrl } })
+  /** Starts a worker unless one is running or starting; settles when it has imported its module. */
+  started(): Promise<void> {
+    if (this.worker) return this.ready!
+    const worker = new Worker(WORKER_URL, {
+      workerData: { transformsUrl: this.spec.transformsUrl },
+      // a copy of exactly these variables: not the hook token, not provider keys
+      env: { ...this.spec.env },
+      resourceLimits: { maxOldGenerationSizeMb: this.spec.memoryMiB, maxYoungGenerationSizeMb: Math.max(4, Math.min(32, Math.floor(this.spec.memoryMiB / 8))) },
+    })
     worker.unref()
     this.worker = worker
     this.ready = new Promise<void>((ok, fail) => {
-      const onMessage = (m: { ready?: boolean }) => { if (m.ready) { worker.off('error', fail); ok() } }
-      worker.once('message', onMessage)
-      worker.once('error', fail)
+      let timer: NodeJS.Timeout | undefined
+      const gone = (reason: string) => {
+        clearTimeout(timer)
+        fail(new TransformFailed(reason))
+        this.forget(worker, reason)
+      }
+      // The first message is the private port, posted before any transform code was imported;
+      // anything a transform posts on parentPort later is ignored.
+      worker.once('message', (m: { port?: MessagePort }) => {
+        if (!m?.port || this.worker !== worker) return
+        this.port = m.port
+        m.port.on('message', (r: Result) => {
+          if (r.ready) { clearTimeout(timer); ok(); return }
+          this.settle(worker, r)
+        })
+      })
+      worker.on('error', () => gone('the transform worker failed'))
+      worker.once('exit', () => gone('the transform worker stopped'))
+      timer = setTimeout(() => {
+        gone(`the transform module did not load within ${this.spec.startDeadlineMs} ms`)
+        void worker.terminate()
+      }, this.spec.startDeadlineMs)
+      timer.unref()
     })
-    worker.on('message', (m: { id?: number; ok?: boolean; value?: unknown; error?: string; invalid?: boolean }) => {
-      if (m.id === undefined || !this.current || m.id !== this.current.id) return
-      const { pending } = this.current
-      this.current = undefined
-      clearTimeout(pending.timer)
-      if (m.ok) pending.resolve(m.value)
-      else pending.reject(new TransformFailed(m.error ?? 'failed', m.invalid === true))
-    })
-    worker.on('error', (err) => this.fail(new TransformFailed(err.message)))
-    worker.on('exit', () => {
-      if (this.worker === worker) { this.worker = undefined; this.ready = undefined }
-      this.fail(new TransformFailed('the transform worker stopped'))
-    })
+    // A start nobody waits for (warm-up that failed elsewhere) must not be an unhandled rejection.
+    this.ready.catch(() => {})
     return this.ready
   }
 
-  private fail(err: Error): void {
-    if (!this.current) return
-    const { pending } = this.current
-    this.current = undefined
-    clearTimeout(pending.timer)
-    pending.reject(err)
+  /** The worker has ended (or was given up): drop it, and fail the call it was running, if any. */
+  private forget(worker: Worker, reason: string): void {
+    if (this.worker === worker) {
+      this.worker = undefined
+      this.port = undefined
+      this.ready = undefined
+    }
+    const job = this.job
+    if (job && job.worker === worker) {
+      this.job = undefined
+      clearTimeout(job.timer)
+      job.reject(new TransformFailed(reason))
+    }
+  }
+
+  private settle(worker: Worker, r: Result): void {
+    const job = this.job
+    if (!job || job.worker !== worker || r.id !== job.id) return
+    this.job = undefined
+    clearTimeout(job.timer)
+    if (r.ok) job.resolve(r.value)
+    else job.reject(new TransformFailed(r.error ?? 'failed', r.invalid === true))
   }
 
   async call(id: number, routeId: string, input: TransformInput, timeoutMs: number): Promise<unknown> {
-    if (!this.worker) await this.start()
-    else await this.ready
+    await this.started()
+    const worker = this.worker
+    const port = this.port
+    if (!worker || !port) throw new TransformFailed('the transform worker stopped')
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.current = undefined
-        const w = this.worker
-        this.worker = undefined
-        this.ready = undefined
-        void w?.terminate()
+      const job: Job = { id, worker, resolve, reject, timer: undefined }
+      this.job = job
+      try {
+        port.postMessage({ id, routeId, input })
+      } catch {
+        // The input could not be copied to the worker: this call ends here, and no timer is armed.
+        this.job = undefined
+        reject(new TransformFailed('an input the transform worker cannot receive'))
+        return
+      }
+      job.timer = setTimeout(() => {
+        if (this.job !== job) return
+        this.job = undefined
+        // Its late events (exit, a last message) are ignored: they name a worker no call runs on.
+        this.forget(worker, 'timed out')
+        void worker.terminate()
         reject(new TransformTimeout(`did not finish within ${timeoutMs} ms`))
       }, timeoutMs)
-      this.current = { id, pending: { resolve, reject, timer } }
-      try {
-        this.worker!.postMessage({ id, routeId, input })
-      } catch {
-        // The input could not be copied to the worker: this call ends here, and its timer must
-        // not fire later against whatever the worker is running by then.
-        clearTimeout(timer)
-        this.current = undefined
-        reject(new TransformFailed('an input the transform worker cannot receive'))
-      }
     })
   }
 
   stop(): Promise<number> | undefined {
-    return this.worker?.terminate()
+    const w = this.worker
+    if (w) this.forget(w, 'the transform pool closed')
+    return w?.terminate()
   }
 }
 
-export class TransformPool {
-  private readonly slots: Slot[]
-  private readonly waiting: Array<() => void> = []
-  private nextId = 1
+/** The workers of one transform module: the mappings that list the same env names share them. */
+class Group {
+  readonly slots: Slot[]
+  readonly waiting: Array<() => void> = []
 
-  constructor(bundleFile: string, size = 2) {
-    const url = `${pathToFileURL(bundleFile).href}?transforms=${Date.now()}`
-    this.slots = Array.from({ length: Math.max(1, size) }, () => new Slot(url))
+  constructor(spec: WorkerSpec, size: number) {
+    this.slots = Array.from({ length: Math.max(1, size) }, () => new Slot(spec))
   }
 
-  /** Starts the workers now, so the first request does not pay for it. */
-  async warm(): Promise<void> {
-    await Promise.all(this.slots.map((s) => s.worker ? s.ready : s.start()))
-  }
-
-  async run(routeId: string, input: TransformInput, timeoutMs: number): Promise<unknown> {
-    const slot = await this.acquire()
-    try {
-      return await slot.call(this.nextId++, routeId, input, timeoutMs)
-    } finally {
-      slot.busy = false
-      this.waiting.shift()?.()
-    }
-  }
-
-  private async acquire(): Promise<Slot> {
+  async acquire(): Promise<Slot> {
     for (;;) {
       const free = this.slots.find((s) => !s.busy)
       if (free) {
@@ -121,13 +163,74 @@ export class TransformPool {
     }
   }
 
+  release(slot: Slot): void {
+    slot.busy = false
+    this.waiting.shift()?.()
+  }
+}
+
+export interface PoolOptions {
+  /** workers per transform module, default 2 */
+  size?: number
+  /** how long a worker may take to load its module, default DEFAULT_START_DEADLINE_MS */
+  startDeadlineMs?: number
+  /** where the variables a mapping lists are read from, default process.env */
+  env?: NodeJS.ProcessEnv
+}
+
+export class TransformPool {
+  private readonly groups = new Map<string, Group>()
+  private nextId = 1
+
+  /** The pool for a bundle's transforms, or null when it has none. */
+  static forBundle(bundle: LoadedBundle, options: PoolOptions = {}): TransformPool | null {
+    const withTransform = [...bundle.routeTable.values()].flat().filter((r) => r.transform)
+    return withTransform.length > 0 ? new TransformPool(bundle, withTransform, options) : null
+  }
+
+  private constructor(bundle: LoadedBundle, routes: BundleRoute[], options: PoolOptions) {
+    // The transform modules lie beside the real bundle file, also when it is served through a symlink.
+    let dir = dirname(bundle.file)
+    try { dir = dirname(realpathSync(bundle.file)) } catch { /* the file went away: the workers report it */ }
+    const source = options.env ?? process.env
+    for (const route of routes) {
+      const t = route.transform!
+      if (this.groups.has(t.file)) continue
+      const env: Record<string, string> = {}
+      for (const name of t.env) if (source[name] !== undefined) env[name] = source[name]!
+      this.groups.set(t.file, new Group({
+        transformsUrl: pathToFileURL(join(dir, t.file)).href,
+        env,
+        memoryMiB: bundle.config.server.transformMemoryMiB ?? 128,
+        startDeadlineMs: options.startDeadlineMs ?? DEFAULT_START_DEADLINE_MS,
+      }, options.size ?? 2))
+    }
+  }
+
+  /** Starts every worker now (each imports its module within the start deadline), so the first request does not pay for it. */
+  async warm(): Promise<void> {
+    await Promise.all([...this.groups.values()].flatMap((g) => g.slots.map((s) => s.started())))
+  }
+
+  async run(route: BundleRoute, input: TransformInput): Promise<unknown> {
+    const group = route.transform && this.groups.get(route.transform.file)
+    if (!group) throw new TransformFailed(`no transform worker for mapping ${route.id}`)
+    const slot = await group.acquire()
+    try {
+      return await slot.call(this.nextId++, route.id, input, route.transform!.timeoutMs)
+    } finally {
+      group.release(slot)
+    }
+  }
+
   async close(): Promise<void> {
-    await Promise.all(this.slots.map((s) => s.stop()))
+    await Promise.all([...this.groups.values()].flatMap((g) => g.slots.map((s) => s.stop())))
   }
 
   /** After a reload: let calls in flight on the old bundle finish, then stop the workers. */
   async closeWhenIdle(): Promise<void> {
-    while (this.slots.some((s) => s.busy) || this.waiting.length > 0) await new Promise((r) => setTimeout(r, 50).unref())
+    const busy = () => [...this.groups.values()].some((g) => g.waiting.length > 0 || g.slots.some((s) => s.busy))
+    while (busy()) await new Promise((r) => setTimeout(r, 50).unref())
     await this.close()
   }
 }

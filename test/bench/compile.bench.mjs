@@ -6,7 +6,7 @@
 // build/ once, then times the real CLI (`bin/hookgate.js compile`, node start-up included) and the
 // in-process compileFile() from build/compiler/index.js, and checks the bundle it produced.
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -257,11 +257,12 @@ async function checkOutput(outDir, project, label) {
   const transformed = manifest.routes.filter((r) => r.transform).length
   if (transformed !== project.withTransform) fail(`${label}: manifest.json has ${transformed} routes with a transform, expected ${project.withTransform}`)
   // The bundle carries its own copy of the manifest and the route table: both must agree.
-  const mod = await import(pathToFileURL(bundlePath).href + `?t=${Date.now()}`)
+  // (format 2 builds its contents in bundle(); the transform code lives in the modules it names)
+  const mod = (await import(pathToFileURL(bundlePath).href + `?t=${Date.now()}`)).bundle()
   if (mod.manifest?.routes?.length !== n) fail(`${label}: the bundle's manifest lists ${mod.manifest?.routes?.length} routes, expected ${n}`)
   if (mod.routes?.length !== n) fail(`${label}: the bundle exports ${mod.routes?.length} routes, expected ${n}`)
-  const fns = mod.routes.filter((r) => typeof r.transform?.fn === 'function').length
-  if (fns !== project.withTransform) fail(`${label}: the bundle has ${fns} transform functions, expected ${project.withTransform}`)
+  const named = mod.routes.filter((r) => r.transform && existsSync(join(outDir, r.transform.file))).length
+  if (named !== project.withTransform) fail(`${label}: the bundle names ${named} transform modules that exist, expected ${project.withTransform}`)
   return { manifestPath, bundlePath }
 }
 

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { repoRoot } from '../helpers/paths.js'
+import { FORMAT_VERSION } from '../../runtime/bundle-format.js'
 import { describeRun, hookgate, scratchDir, startIn, stdoutJson } from './cli-helpers.js'
 
 interface JsonDiagnostic {
@@ -124,6 +125,11 @@ const noArgs = startIn({}, [])
 
 // ---------------------------------------------------------------------------------------------
 
+/** The out dir's files, sorted, with the content hash in a transform module's name shown as `*`. */
+function bundleFiles(dir: string): string[] {
+  return readdirSync(dir).map((n) => n.replace(/^hookgate\.transforms\.[0-9a-f]{16}\.mjs$/, 'hookgate.transforms.*.mjs')).sort()
+}
+
 const compile = suite('hookgate compile of a valid config')
 
 compile('exits 0 and writes the bundle and manifest.json into --out', async () => {
@@ -131,14 +137,14 @@ compile('exits 0 and writes the bundle and manifest.json into --out', async () =
   assert.is(r.code, 0, describeRun(r))
   assert.is(r.stdout, '', 'text format keeps stdout free for machine output')
   assert.match(r.stderr, /^compiled 2 routes into /m)
-  assert.equal(readdirSync(join(validOut.dir, 'out')).sort(), ['hookgate.bundle.mjs', 'manifest.json'])
+  assert.equal(bundleFiles(join(validOut.dir, 'out')), ['hookgate.bundle.mjs', 'hookgate.transforms.*.mjs', 'manifest.json'])
 })
 
 compile('writes a manifest with format version, compiler version, inputs hash and positioned routes', async () => {
   const r = await validOut.result
   assert.is(r.code, 0, describeRun(r))
   const manifest = JSON.parse(readFileSync(join(validOut.dir, 'out', 'manifest.json'), 'utf8'))
-  assert.is(manifest.formatVersion, 1)
+  assert.is(manifest.formatVersion, FORMAT_VERSION)
   const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8'))
   assert.is(manifest.compilerVersion, pkg.version)
   assert.match(manifest.inputsHash, /^sha256:[0-9a-f]{64}$/)
@@ -151,7 +157,7 @@ compile('writes a manifest with format version, compiler version, inputs hash an
 compile('reads hooks.yaml from the working directory and writes to dist when given no file and no --out', async () => {
   const r = await validDefaults.result
   assert.is(r.code, 0, describeRun(r))
-  assert.equal(readdirSync(join(validDefaults.dir, 'dist')).sort(), ['hookgate.bundle.mjs', 'manifest.json'])
+  assert.equal(bundleFiles(join(validDefaults.dir, 'dist')), ['hookgate.bundle.mjs', 'hookgate.transforms.*.mjs', 'manifest.json'])
 })
 
 compile('gives byte-identical bundles and manifests when the same config is compiled twice into two directories', async () => {

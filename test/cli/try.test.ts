@@ -56,6 +56,16 @@ const CONFIG = `hooks:
       action: agent
       messageTemplate: passthrough
       transform: { module: shape.ts, export: passthrough }
+    - id: spin
+      match: { path: spin }
+      action: agent
+      messageTemplate: spin
+      transform: { module: shape.ts, export: spin, timeoutMs: 100 }
+    - id: many
+      match: { path: many }
+      action: agent
+      messageTemplate: many
+      transform: { module: shape.ts, export: many }
 `
 
 const SHAPE_TS = `interface Input { payload: { mode?: string; id?: string; override?: unknown } }
@@ -75,6 +85,16 @@ export function hang(): Promise<never> {
 /** Reads Object.prototype of the process through a fresh object. */
 export function probe() {
   return { name: String(({} as Record<string, unknown>).polluted) }
+}
+
+/** A synchronous endless loop. */
+export function spin(): never {
+  for (;;) { /* spin */ }
+}
+
+/** 2.5 million elements. */
+export function many() {
+  return { name: new Array(2_500_000).fill(0) }
 }
 
 /** Returns whatever the payload carries under "override". */
@@ -297,6 +317,24 @@ refusals('answers 400 as the server does when the rendered sessionKey is over 51
   assert.is(out.status, 400)
   assert.is(out.code, 'invalid_payload')
   assert.is(run.code, 1)
+})
+
+const spinRun = tryHook('spin', {})
+refusals('answers 500 transform_timeout when the transform loops forever, instead of hanging try', async () => {
+  // Regression: try ran transforms on its own main thread, where a timer cannot stop a synchronous loop.
+  const { out, run } = await answer(spinRun)
+  assert.is(out.status, 500)
+  assert.is(out.code, 'transform_timeout')
+  assert.is(run.code, 1)
+})
+
+const manyRun = tryHook('many', {})
+refusals('answers 500 transform_invalid_output for a 2.5-million-element answer, refused before it leaves the worker', async () => {
+  const { out } = await answer(manyRun)
+  assert.is(out.status, 500)
+  assert.is(out.code, 'transform_invalid_output')
+  // refused by its size in the worker, not by its shape on the main thread after a full copy
+  assert.match(out.error!, 'more than 10000 values')
 })
 
 const inheritedKeyRuns = ['constructor', 'toString'].map((key) => ({ key, run: tryHook('passthrough', { override: { [key]: 'x' } }) }))

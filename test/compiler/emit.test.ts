@@ -8,7 +8,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileFile, type CompileOutcome } from '../../compiler/index.js'
 import { COMPILER_VERSION } from '../../compiler/emit.js'
-import { BUNDLE_FILE, FORMAT_VERSION, MANIFEST_FILE, type BundleManifest } from '../../runtime/bundle-format.js'
+import { BUNDLE_FILE, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, type BundleManifest } from '../../runtime/bundle-format.js'
 import { loadBundle } from '../../runtime/bundle.js'
 import { selectRoute } from '../../runtime/mapping.js'
 import { templateHelpers, type RenderContext } from '../../runtime/template-helpers.js'
@@ -327,11 +327,33 @@ emit('a user mapping on path gmail shadows the preset', async () => {
 // ---------------------------------------------------------------------------------------------
 // writing
 
+emit('transform code is written only into transform modules, which a recompile keeps for the previous bundle and then drops', async () => {
+  const root = project()
+  const transformModules = () => readdirSync(join(root, 'out')).filter((f) => TRANSFORMS_FILE.test(f)).sort()
+  const first = await build(root)
+  assert.not.ok(first.bundle.toString('utf8').includes('alert from'), 'transform code is in the main bundle')
+  const [v1] = transformModules()
+  assert.ok(readFileSync(join(root, 'out', v1!), 'utf8').includes('alert from'))
+  const file = join(root, 'cfg', 'transforms', 'alerts.mjs')
+  writeFileSync(file, readFileSync(file, 'utf8').replace('alert from', 'alarm from'))
+  await build(root)
+  const afterOne = transformModules()
+  assert.is(afterOne.length, 2, 'a runtime still serving the previous bundle needs its transform module')
+  assert.ok(afterOne.includes(v1!))
+  writeFileSync(file, readFileSync(file, 'utf8').replace('alarm from', 'alert: from'))
+  await build(root)
+  const afterTwo = transformModules()
+  assert.is(afterTwo.length, 2)
+  assert.not.ok(afterTwo.includes(v1!), 'a transform module two compiles old is dropped')
+})
+
 emit('output is written atomically: no *.tmp is left in the out dir', async () => {
   const root = project()
   await build(root)
   await build(root) // a second compile replaces the files in place
-  assert.equal(readdirSync(join(root, 'out')).sort(), [BUNDLE_FILE, MANIFEST_FILE].sort())
+  const files = readdirSync(join(root, 'out')).sort()
+  assert.equal(files.filter((f) => !TRANSFORMS_FILE.test(f)), [BUNDLE_FILE, MANIFEST_FILE].sort())
+  assert.is(files.filter((f) => TRANSFORMS_FILE.test(f)).length, 1, `one transform module: ${files.join(', ')}`)
 })
 
 emit('check: true writes nothing', async () => {

@@ -117,13 +117,13 @@ load('a bundle of a newer format says to upgrade hookgate on this host', async (
   assert.ok(e.message.includes('9.9.9'), 'the message names the hookgate that compiled it')
 })
 
-load('a bundle of format 2 says to upgrade hookgate on this host', async () => {
-  const e = await loadError(loadBundle(handMadeBundle(2)))
+load('a bundle of format 3 says to upgrade hookgate on this host', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(3)))
   assert.match(e.message, /upgrade hookgate on this host/)
 })
 
-load('a bundle of format 0 says to recompile', async () => {
-  const e = await loadError(loadBundle(handMadeBundle(0)))
+load('a bundle of format 1 (transforms inside the bundle) says to recompile', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(1)))
   assert.match(e.message, /recompile/)
   assert.not.match(e.message, /upgrade hookgate on this host/)
 })

@@ -61,12 +61,12 @@ export interface Harness extends Project {
 }
 
 /** Compiles `yaml` and serves it in-process on 127.0.0.1:0 with a temp state dir; logs are captured. */
-export async function serve(yaml: string, files: Record<string, string> = {}, options: { watch?: boolean } = {}): Promise<Harness> {
+export async function serve(yaml: string, files: Record<string, string> = {}, options: { watch?: boolean; reloadDeadlineMs?: number } = {}): Promise<Harness> {
   const project = await compileProject(yaml, files)
   return serveProject(project, options)
 }
 
-export async function serveProject(project: Project, options: { watch?: boolean } = {}): Promise<Harness> {
+export async function serveProject(project: Project, options: { watch?: boolean; reloadDeadlineMs?: number } = {}): Promise<Harness> {
   const logs: string[] = []
   const service = await startService({
     bundle: project.outDir,
@@ -75,6 +75,7 @@ export async function serveProject(project: Project, options: { watch?: boolean 
     stateDir: project.stateDir,
     watch: options.watch ?? false,
     graceMs: 1500,
+    ...(options.reloadDeadlineMs !== undefined ? { reloadDeadlineMs: options.reloadDeadlineMs } : {}),
     write: (line) => { logs.push(line) },
   })
   return { ...project, service, origin: `http://127.0.0.1:${service.port}`, port: service.port, logs, close: () => service.close() }
