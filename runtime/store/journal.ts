@@ -18,6 +18,9 @@
 // server can refuse new work (503) instead of queueing it. Errors that retrying cannot mend
 // (a closed descriptor, a read-only file system) fail the journal for good, as does close()
 // while it cannot write: what was queued then is rejected, never acknowledged.
+//
+// Over 400 lines because group commit, blobs, retry and read-back repair are one mechanism over one
+// file descriptor and one durable offset; split apart they would each need the others' state.
 import { createHash } from 'node:crypto'
 import { close, closeSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, write, writeSync } from 'node:fs'
 import { open as openAsync } from 'node:fs/promises'

@@ -8,6 +8,9 @@
 // durable. Memory keeps every unfinished run and the newest `retainFinished` finished ones; the
 // file keeps more, and is compacted at open once it grows past `compactAboveBytes` (see
 // compactIfLarge), so neither the disk nor the start-up fold grows without bound.
+//
+// Over 400 lines: the row shape, its legal transitions, the fold that rebuilds it and the compaction
+// that rewrites it must agree on every field, so they live together.
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Journal, type JournalOptions } from './journal.js'
