@@ -11,6 +11,7 @@ commands:
   try <name> --payload FILE [--bundle dist] [--header K:V] [--query k=v]     show what a mapping does with a payload
   serve [--bundle dist] [--host 127.0.0.1] [--port 8787] [--state DIR]       serve a compiled bundle
   runs [--state DIR] [--json] [--limit N]                                    show run history
+  import openclaw FILE [--out hooks.yaml] [--force]                          convert an OpenClaw hooks config
 `
 
 const [command, ...rest] = process.argv.slice(2)
@@ -24,6 +25,8 @@ let code
 try {
   if (command === 'compile' || command === 'schema') {
     code = await (await import(new URL('compiler/cli.js', build).href)).main(command, rest)
+  } else if (command === 'import') {
+    code = await (await import(new URL('compiler/import-openclaw.js', build).href)).main(rest)
   } else if (command === 'serve' || command === 'runs' || command === 'try' || command === 'webhooks') {
     code = await (await import(new URL('runtime/cli.js', build).href)).main(command, rest)
   } else if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
