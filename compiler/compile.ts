@@ -1,11 +1,12 @@
 // Phase 5, compile: turns every template of every route (and of every workflow step) into JS
-// source for a render function, reporting template mistakes at their line and column in hooks.yaml,
+// source for a render function, every match.when into a predicate (conditions.ts), reporting template mistakes at their line and column in hooks.yaml,
 // and holding a mapping's sessionKey template to the session-key prefixes as far as its text can tell.
 import type { DiagnosticBag, Location } from './diagnostics.js'
 import type { TemplateField } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import type { ResolvedConfig, ResolvedRoute } from './resolve.js'
 import { compileTemplate, type CompiledTemplate } from './templates.js'
+import { compileCondition, ConditionPool, type CompiledCondition } from './conditions.js'
 
 /** What a templated text becomes when the config gives no template. */
 export const DEFAULT_TEMPLATE = 'Webhook {{path}} received:\n{{payload}}'
@@ -14,6 +15,7 @@ export interface CompiledRoute {
   route: ResolvedRoute
   /** JS source of `(c, h) => string` per templated field */
   render: Partial<Record<TemplateField, string>>
+  when?: CompiledCondition
 }
 
 export interface CompiledWorkflowStep {
@@ -25,6 +27,8 @@ export interface CompiledConfig {
   routes: CompiledRoute[]
   /** workflow id → step id → render sources */
   workflowSteps: Map<string, CompiledWorkflowStep[]>
+  /** the regular expressions and constants every match.when predicate shares */
+  conditions: ConditionPool
 }
 
 export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig, bag: DiagnosticBag): CompiledConfig {
@@ -41,6 +45,7 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
     return undefined
   }
 
+  const conditions = new ConditionPool()
   const routes = resolved.routes.map((route) => {
     const render: CompiledRoute['render'] = {}
     for (const [field, t] of Object.entries(route.templates) as Array<[TemplateField, { text: string; path: PathSegment[] }]>) {
@@ -50,7 +55,8 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
     }
     const mainField: TemplateField = route.action === 'wake' ? 'text' : 'message'
     if (route.templates[mainField] === undefined) render[mainField] = one(DEFAULT_TEMPLATE, route.configPath)!
-    return { route, render }
+    const when = route.when && compileCondition(route.when.value, route.when.path, loaded, bag, conditions)
+    return when ? { route, render, when } : { route, render }
   })
 
   const workflowSteps = new Map<string, CompiledWorkflowStep[]>()
@@ -63,7 +69,7 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
       return { id: step.id, render: code !== undefined ? { [field]: code } : {} }
     }))
   })
-  return { routes, workflowSteps }
+  return { routes, workflowSteps, conditions }
 }
 
 /**

@@ -54,6 +54,7 @@ export async function emitBundle(resolved: ResolvedConfig, compiled: CompiledCon
       id: route.id,
       name: route.name,
       ...(route.matchSource !== undefined ? { source: route.matchSource } : {}),
+      ...(route.when !== undefined ? { when: true as const } : {}),
       action: route.action,
       definitionKind: route.definitionKind,
       file: relative(configDir, loaded.absFile),
@@ -258,9 +259,14 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
   const parse = (v: unknown) => `JSON.parse(${lit(JSON.stringify(v))})`
   lines.push(`const manifest = ${parse(manifest)};`)
   lines.push(`const config = ${parse(runtimeConfig)};`)
+  // match.when constants: regular expressions built here, once per load, never per request
+  const pool = compiled.conditions
+  lines.push(`const whenRegex = [${pool.regexes.map((r) => `new RegExp(${lit(r.source)}, ${lit(r.flags)})`).join(', ')}];`)
+  lines.push(`const whenValues = ${parse(pool.values)};`)
   const routeData: unknown[] = []
   const routeLines: string[] = []
-  for (const { route, render } of compiled.routes) {
+  const whenLines: string[] = []
+  for (const { route, render, when } of compiled.routes) {
     const data = {
       id: route.id,
       name: route.name,
@@ -283,12 +289,14 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
     const transform = route.transform && route.transformFile
       ? { exportName: route.transform.exportName, module: route.transform.module, timeoutMs: route.transform.timeoutMs, file: transformFileOf.get(envKey(route.transform.env)), env: [...route.transform.env].sort() }
       : null
-    routeData.push({ ...data, transform })
+    routeData.push({ ...data, transform, when: when ? { leaves: when.leaves, tree: when.tree } : null })
     routeLines.push(`  { ${renders} },`)
+    whenLines.push(`  ${when ? when.code : 'null'},`)
   }
   lines.push(`const routeData = ${parse(routeData)};`)
   lines.push('const renders = [', ...routeLines, '];')
-  lines.push('const routes = routeData.map((d, i) => ({ ...d, render: renders[i] }));')
+  lines.push('const whens = [', ...whenLines, '];')
+  lines.push('const routes = routeData.map((d, i) => ({ ...d, render: renders[i], when: d.when && { ...d.when, test: whens[i] } }));')
   lines.push('const workflows = [')
   for (const wf of resolved.workflows) {
     const steps = compiled.workflowSteps.get(wf.id) ?? []

@@ -21,6 +21,8 @@ export interface RouteSpec {
   /** the name under the base path as written; resolve normalises it */
   matchPath: string
   matchSource?: string
+  /** match.when as written, and where */
+  when?: { value: unknown; path: PathSegment[] }
   action: ActionKind
   wakeMode: WakeMode
   /** template source and the config path it came from */
@@ -121,6 +123,7 @@ function fromMapping(m: MappingConfig, at: PathSegment[], fallbackId: string): R
     allowUnsafeExternalContent: m.allowUnsafeExternalContent ?? false,
   }
   if (m.match.source !== undefined) spec.matchSource = m.match.source
+  if (m.match.when !== undefined) spec.when = { value: m.match.when, path: [...at, 'match', 'when'] }
   if (m.agentId !== undefined) spec.agentId = m.agentId
   if (m.model !== undefined) spec.model = m.model
   if (m.thinking !== undefined) spec.thinking = m.thinking

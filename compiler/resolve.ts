@@ -143,8 +143,9 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     }
 
     const earlier = byName.get(name) ?? []
-    const identical = earlier.find((e) => e.matchSource === route.matchSource)
-    const catchAll = earlier.find((e) => e.matchSource === undefined)
+    // A mapping with a match.when lets some requests through to the next one: neither a twin nor a catch-all.
+    const identical = route.when ? undefined : earlier.find((e) => e.matchSource === route.matchSource && !e.when)
+    const catchAll = earlier.find((e) => e.matchSource === undefined && !e.when)
     if (identical && route.preset) {
       bag.warning('PRESET_SHADOWED', `the ${route.preset} preset's mapping on "${name}" is shadowed by mapping "${identical.id}" (line ${identical.location.line})`, location)
     } else if (identical) {

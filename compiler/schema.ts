@@ -28,6 +28,16 @@ const Template = Type.String({ description: 'a template: {{payload.x}}, {{header
 const TimeoutSeconds = Type.Number({ exclusiveMinimum: 0, maximum: 86400 })
 const BodyBytes = Type.Integer({ minimum: 1, maximum: 64 * 1024 * 1024 })
 
+/**
+ * Checked by compiler/conditions.ts rather than here, so that a mistake in it gets its own code at
+ * its own line (CONDITION_OPERATOR_UNKNOWN, CONDITION_PATH_INVALID, …) instead of a schema union error.
+ */
+const When = Type.Object({}, {
+  additionalProperties: true,
+  description: 'conditions that must all hold for this mapping to be chosen: a path (payload.x, headers.name, query.name) with a value (equals) or one of { equals }, { in: [...] }, { exists: true|false }, { matches: regex, flags?: imsu }; or all: [...], any: [...], not: {...}. Otherwise the next mapping on the path is tried; when none is chosen the answer is 204',
+  examples: [{ 'headers.x-github-event': 'pull_request', 'payload.action': { in: ['opened', 'reopened'] } }],
+})
+
 export const TransformSchema = Type.Object({
   module: Type.String({ minLength: 1, description: 'module path relative to hooks.transformsDir (.js, .mjs, .ts, .mts)' }),
   export: Type.Optional(Type.String({ minLength: 1, pattern: '^[A-Za-z_$][A-Za-z0-9_$]*$', description: 'exported function name, default: default' })),
@@ -40,6 +50,7 @@ export const MappingSchema = Type.Object({
   match: Type.Object({
     path: Type.String({ minLength: 1, description: 'the name under the base path: /hooks/<path>' }),
     source: Type.Optional(Type.String({ minLength: 1, description: 'only match when the payload field "source" equals this' })),
+    when: Type.Optional(When),
   }, closed),
   action: Type.Enum(['wake', 'agent', 'workflow']),
   wakeMode: Type.Optional(WakeMode),

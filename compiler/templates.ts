@@ -354,3 +354,24 @@ export function compileTemplate(text: string): CompileTemplateResult {
   const body = parts.length === 0 ? '""' : parts.join(' + ')
   return { ok: true, template: { code: `(c, h) => ${body}`, roots, constant: tagCount === 0, lead: lead ?? literal } }
 }
+
+export interface Reference {
+  /** as written: `body` is not normalised here */
+  root: string
+  keys: Array<string | number>
+}
+
+/**
+ * Parses a bare reference such as `payload.pull_request.labels[0]` or `headers.x-github-event`
+ * (what a template tag holds between its braces), for `match.when` paths. Offsets in the errors are
+ * into `text`. Known roots and forbidden keys are checked as in templates.
+ */
+export function parseReference(text: string): { ok: true; reference: Reference } | { ok: false; errors: TemplateError[] } {
+  if (/[{}]/.test(text)) return { ok: false, errors: [syntaxError('"{" and "}" have no place in a path', Math.max(0, text.search(/[{}]/)), 1)] }
+  const parsed = parseTag(`{{${text}}}`, 0)
+  const shift = (e: TemplateError): TemplateError => ({ ...e, offset: Math.max(0, Math.min(text.length, e.offset - 2)) })
+  if (parsed.error !== undefined) return { ok: false, errors: [shift(parsed.error)] }
+  const errors = checkTag(parsed.tag)
+  if (errors.length > 0) return { ok: false, errors: errors.map(shift) }
+  return { ok: true, reference: { root: parsed.tag.root, keys: parsed.tag.segments.map((s) => s.key) } }
+}

@@ -2,7 +2,7 @@
 // bundle exports. The compiler imports this file; this file imports nothing.
 
 /** Bump when a runtime of the previous version could not serve the new bundle correctly. */
-export const FORMAT_VERSION = 2
+export const FORMAT_VERSION = 3
 export const BUNDLE_FILE = 'hookgate.bundle.mjs'
 export const MANIFEST_FILE = 'manifest.json'
 
@@ -35,6 +35,8 @@ export interface ManifestRoute {
   id: string
   name: string
   source?: string
+  /** true when the mapping has a match.when */
+  when?: true
   action: ActionKind
   definitionKind: 'hook' | 'trigger'
   file: string
@@ -120,8 +122,27 @@ export interface BundleConfig {
 }
 
 import type { RenderContext, CompiledRender } from './template-helpers.js'
+import type { ConditionHelpers, ConditionTrace } from './conditions.js'
 export type { RenderContext }
 export type RenderFn = CompiledRender
+
+/** One comparison of a `match.when`, as data: what `hookgate try` shows when it fails. */
+export interface ConditionLeaf {
+  /** JSON pointer of the condition's entry inside the config, e.g. /hooks/mappings/0/match/when/payload.action */
+  at: string
+  /** the value compared, e.g. payload.action or headers.x-github-event */
+  path: string
+  op: 'equals' | 'in' | 'exists' | 'matches'
+  /** the operand as compiled (a regular expression's source for matches) */
+  expected: unknown
+  flags?: string
+}
+
+/** The shape of a `match.when`, its comparisons by index into the leaves. */
+export type ConditionNode = { all: ConditionNode[] } | { any: ConditionNode[] } | { not: ConditionNode } | { leaf: number }
+
+/** A compiled `match.when`: `t`, when given, hears every comparison made. */
+export type ConditionFn = (c: RenderContext, h: ConditionHelpers, t?: ConditionTrace) => boolean
 
 export interface TransformInput {
   payload: unknown
@@ -148,6 +169,8 @@ export interface BundleRoute {
   allowUnsafeExternalContent: boolean
   notify: 'silent' | 'done' | 'state' | null
   render: Partial<Record<'text' | 'message' | 'name' | 'sessionKey' | 'to', RenderFn>>
+  /** `match.when`: the route is chosen only when `test` holds; null when the mapping has none */
+  when: { test: ConditionFn; leaves: ConditionLeaf[]; tree: ConditionNode } | null
   /** data only: the code is in `file` (beside the bundle), which only transform workers import */
   transform: { exportName: string; module: string; timeoutMs: number; file: string; env: string[] } | null
 }

@@ -10,6 +10,7 @@ import { runsCommand } from './store/runs-cli.js'
 import { HttpError } from './http/errors.js'
 import { resolveMappedSessionKey } from './http/requests.js'
 import { TransformPool } from './transforms/pool.js'
+import { explainFiltered } from './conditions.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
@@ -152,8 +153,9 @@ async function tryCommand(argv: string[]): Promise<number> {
   // stopped by its timeout instead of hanging this command.
   const pool = TransformPool.forBundle(bundle, { size: 1 })
   let outcome
+  const context = { payload, headers, query, path: name, now: new Date().toISOString() }
   try {
-    outcome = await applyMapping(bundle.routeTable.get(name), { payload, headers, query, path: name, now: new Date().toISOString() }, pool ? (route, input) => pool.run(route, input) : undefined)
+    outcome = await applyMapping(bundle.routeTable.get(name), context, pool ? (route, input) => pool.run(route, input) : undefined)
   } finally {
     await pool?.close()
   }
@@ -162,6 +164,9 @@ async function tryCommand(argv: string[]): Promise<number> {
       return print(404, { code: 'no_mapping', error: `no mapping matches ${bundle.config.basePath}/${name}` })
     case 'skip':
       return print(204, { mapping: outcome.route.id, skipped: true })
+    case 'filtered':
+      // As the server answers, plus which comparison of each mapping's match.when failed.
+      return print(204, { mapping: outcome.route.id, skipped: true, reason: 'filtered', when: explainFiltered(bundle.routeTable.get(name) ?? [], context) })
     case 'error':
       return print(outcome.status, { mapping: outcome.route.id, code: outcome.code, error: outcome.error })
     case 'action': {

@@ -1,4 +1,4 @@
-// The request-time half of a mapping: pick the route (match.source), render its compiled
+// The request-time half of a mapping: pick the route (match.source, then match.when), render its compiled
 // templates, hand its transform (secret headers redacted) to the worker threads that run it, merge
 // the transform's answer, and produce the action. Used by the server and by `hookgate try`, so
 // both answer the same.
@@ -7,6 +7,7 @@
 import type { BundleRoute, RenderContext, TransformInput, WakeMode } from './bundle-format.js'
 import { TransformFailed, TransformTimeout } from './transforms/pool.js'
 import { isSecretHeader, templateHelpers } from './template-helpers.js'
+import { conditionHelpers } from './conditions.js'
 
 /** What a mapping sees of a request: exactly what its templates can read. */
 export type MappingInput = RenderContext
@@ -47,6 +48,8 @@ export type HookAction = WakeAction | AgentAction | WorkflowAction
 export type MappingOutcome =
   | { kind: 'action'; route: BundleRoute; action: HookAction; external: boolean }
   | { kind: 'skip'; route: BundleRoute }
+  /** routes fit the payload's source, but the match.when of each did not hold; `route` is the first of them */
+  | { kind: 'filtered'; route: BundleRoute }
   | { kind: 'no-match' }
   | { kind: 'error'; route: BundleRoute; status: 500; code: 'transform_failed' | 'transform_timeout' | 'transform_invalid_output'; error: string }
 
@@ -56,13 +59,24 @@ const OVERRIDES: ReadonlyMap<string, 'string' | 'boolean' | 'number' | 'mode'> =
   deliver: 'boolean', channel: 'string', to: 'string', model: 'string', thinking: 'string', timeoutSeconds: 'number',
 } as const))
 
-/** The first route on the name whose match.source fits the payload, or undefined. */
-export function selectRoute(routes: readonly BundleRoute[], payload: unknown): BundleRoute | undefined {
+export type RouteSelection = { kind: 'route'; route: BundleRoute } | { kind: 'filtered'; route: BundleRoute } | { kind: 'none' }
+
+const NONE: RouteSelection = { kind: 'none' }
+
+/**
+ * The first route on the name whose match.source fits the payload and whose match.when holds.
+ * When routes fit the source but every `when` failed, the first of them is named as filtered.
+ */
+export function selectRoute(routes: readonly BundleRoute[], input: MappingInput): RouteSelection {
+  const payload = input.payload
   const source = payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source') ? (payload as Record<string, unknown>).source : undefined
+  let filtered: BundleRoute | undefined
   for (const r of routes) {
-    if (r.source === null || r.source === source) return r
+    if (r.source !== null && r.source !== source) continue
+    if (r.when === null || r.when.test(input, conditionHelpers)) return { kind: 'route', route: r }
+    filtered ??= r
   }
-  return undefined
+  return filtered ? { kind: 'filtered', route: filtered } : NONE
 }
 
 /**
@@ -81,8 +95,10 @@ function transformHeaders(headers: Record<string, string>): Record<string, strin
 const REDACTED = '[redacted]'
 
 export async function applyMapping(routes: readonly BundleRoute[] | undefined, input: MappingInput, runTransform?: TransformRunner): Promise<MappingOutcome> {
-  const route = routes && selectRoute(routes, input.payload)
-  if (!route) return { kind: 'no-match' }
+  const chosen = routes ? selectRoute(routes, input) : NONE
+  if (chosen.kind === 'none') return { kind: 'no-match' }
+  if (chosen.kind === 'filtered') return { kind: 'filtered', route: chosen.route }
+  const route = chosen.route
   const ctx: RenderContext = Object.assign(Object.create(null), input)
   const render = (field: keyof BundleRoute['render']): string | null => {
     const fn = route.render[field]

@@ -118,7 +118,8 @@ function headerText(value: unknown): string {
   return String(value)
 }
 
-function findHeader(headers: Record<string, string>, lowerName: string): unknown {
+/** A header's raw value by lower-case name: own properties only, any casing the context kept. */
+export function findHeader(headers: Record<string, string>, lowerName: string): unknown {
   if (headers === null || typeof headers !== 'object' || FORBIDDEN_KEYS.has(lowerName)) return undefined
   const exact = ownValue(headers, lowerName)
   if (exact !== undefined) return exact

@@ -192,9 +192,9 @@ export class Engine {
     return row
   }
 
-  /** A matching request that started nothing (a transform skip or failure) still gets its row. */
-  async recordOutcome(origin: Pick<Origin, 'definitionKind' | 'definitionId' | 'correlationId'>, action: 'wake' | 'agent' | 'workflow', status: 'skipped' | 'failed', error?: string): Promise<RunRow> {
-    return this.runs.create({ id: randomUUID(), definitionKind: origin.definitionKind, definitionId: origin.definitionId, correlationId: origin.correlationId, action, status, ...(error ? { error } : {}) })
+  /** A matching request that started nothing (a transform skip or failure, a match.when that let it go) still gets its row. */
+  async recordOutcome(origin: Pick<Origin, 'definitionKind' | 'definitionId' | 'correlationId'>, action: 'wake' | 'agent' | 'workflow', status: 'skipped' | 'failed', error?: string, result?: string): Promise<RunRow> {
+    return this.runs.create({ id: randomUUID(), definitionKind: origin.definitionKind, definitionId: origin.definitionId, correlationId: origin.correlationId, action, status, ...(error ? { error } : {}), ...(result ? { result } : {}) })
   }
 
   /** Runs that a crash left queued or running are finished: run again, delivered, or settled. */

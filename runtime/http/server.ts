@@ -211,16 +211,25 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     return reply.send()
   }
 
+  const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
+  const selection = selectRoute(serving.bundle.routeTable.get(name) ?? [], context)
+  if (selection.kind === 'none') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
+  if (selection.kind === 'filtered') {
+    // Not an error: the sender did nothing wrong, the config chose to let this event go.
+    const first = selection.route
+    notes.route = first.id
+    await deps.engine.recordOutcome({ definitionKind: first.definitionKind, definitionId: first.id, correlationId }, first.action, 'skipped', undefined, 'filtered')
+    res.writeHead(204).end()
+    return 204
+  }
+  const chosen = selection.route
   // The body was read up to the largest limit on the name; the chosen mapping's own limit rules.
-  const chosen = selectRoute(serving.bundle.routeTable.get(name) ?? [], payload)
-  if (!chosen) throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
   notes.matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId, action: chosen.action }
   notes.route = chosen.id
   const limit = chosen.maxBodyBytes ?? config.server.maxBodyBytes
   if (bodyBytes > limit) throw new HttpError(413, 'payload_too_large', `the body is ${bodyBytes} bytes; the limit for this mapping is ${limit}`)
-  const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
   const outcome = await applyMapping([chosen], context, serving.transforms ?? undefined)
-  if (outcome.kind === 'no-match') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
+  if (outcome.kind === 'no-match' || outcome.kind === 'filtered') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
   const matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId }
   if (outcome.kind === 'error') {
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')

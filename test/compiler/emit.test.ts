@@ -321,7 +321,8 @@ emit('a user mapping on path gmail shadows the preset', async () => {
   const loaded = await loadBundle(built.outDir)
   const routes = loaded.routeTable.get('gmail')!
   assert.is(routes[0]!.id, 'my-gmail')
-  assert.is(selectRoute(routes, { messages: [] })!.id, 'my-gmail')
+  const chosen = selectRoute(routes, { payload: { messages: [] }, headers: {}, query: {}, path: 'gmail', now: '' })
+  assert.is(chosen.kind === 'route' && chosen.route.id, 'my-gmail')
 })
 
 // ---------------------------------------------------------------------------------------------

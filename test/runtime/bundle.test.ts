@@ -117,8 +117,8 @@ load('a bundle of a newer format says to upgrade hookgate on this host', async (
   assert.ok(e.message.includes('9.9.9'), 'the message names the hookgate that compiled it')
 })
 
-load('a bundle of format 3 says to upgrade hookgate on this host', async () => {
-  const e = await loadError(loadBundle(handMadeBundle(3)))
+load('a bundle of format 4 (after match.when made format 3) says to upgrade hookgate on this host', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(4)))
   assert.match(e.message, /upgrade hookgate on this host/)
 })
 
