@@ -384,7 +384,7 @@ usage('exits 0 with the usage listing every command on stdout for --help', async
   const r = await topHelp.result
   assert.is(r.code, 0, describeRun(r))
   assert.match(r.stdout, 'usage: hookgate <command>')
-  for (const command of ['compile', 'schema', 'try', 'serve', 'runs']) assert.match(r.stdout, new RegExp(`^  ${command} `, 'm'))
+  for (const command of ['compile', 'schema', 'try', 'serve', 'runs']) assert.match(r.stdout, new RegExp(`^  ${command}( |$)`, 'm'))
   assert.is(r.stderr, '')
 })
 
