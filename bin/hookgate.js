@@ -1,41 +1,71 @@
 #!/usr/bin/env node
-// The hookgate executable: dispatches to the compiler CLI or the runtime CLI. The runtime side
-// never loads compiler code, so a host with only the runtime and a bundle can `hookgate serve`.
-import { existsSync } from 'node:fs'
+// The hookgate executable: finds the command in the command table (runtime/commands.ts) and
+// dispatches to the compiler CLI or the runtime CLI. The runtime side never loads compiler code,
+// so a host with only the runtime and a bundle can `hookgate serve`.
+import { existsSync, readFileSync } from 'node:fs'
 
-const USAGE = `usage: hookgate <command> [options]
-
-commands:
-  compile [hooks.yaml] [--out dist] [--check] [--format text|json|github]   compile the config into a bundle
-  schema                                                                     print the JSON Schema of hooks.yaml
-  try <name> --payload FILE [--bundle dist] [--header K:V] [--query k=v]     show what a mapping does with a payload
-  serve [--bundle dist] [--host 127.0.0.1] [--port 8787] [--state DIR]       serve a compiled bundle
-  runs [--state DIR] [--json] [--limit N]                                    show run history
-  import openclaw FILE [--out hooks.yaml] [--force]                          convert an OpenClaw hooks config
-`
-
-const [command, ...rest] = process.argv.slice(2)
+const argv = process.argv.slice(2)
 const build = new URL('../build/', import.meta.url)
-if (!existsSync(new URL('compiler/cli.js', build)) && !existsSync(new URL('runtime/cli.js', build))) {
+if (!existsSync(new URL('runtime/commands.js', build))) {
   process.stderr.write('hookgate: the build/ folder is missing; run `npm ci` (or `npm run build`) in the hookgate checkout\n')
   process.exit(2)
+}
+const table = await import(new URL('runtime/commands.js', build).href)
+
+/** Runs a command's module, or says the build lacks it (exit 2). */
+async function run(command, rest) {
+  if (table.wantsHelp(rest)) {
+    process.stdout.write(table.commandHelp(command))
+    return 0
+  }
+  const side = command.side
+  const module = side === 'compiler' ? 'compiler/cli.js' : side === 'runtime' ? 'runtime/cli.js' : side === 'import-openclaw' ? 'compiler/import-openclaw.js' : null
+  if (module === null || !existsSync(new URL(module, build))) {
+    process.stderr.write(`hookgate ${command.name}: not available in this build yet\n${table.usageLine(command)}\n`)
+    return 2
+  }
+  const loaded = await import(new URL(module, build).href)
+  // import-openclaw's main takes the words after `import` (it names the source itself)
+  return side === 'import-openclaw' ? loaded.main(['openclaw', ...rest]) : loaded.main(command.name, rest)
 }
 
 let code
 try {
-  if (command === 'compile' || command === 'schema') {
-    code = await (await import(new URL('compiler/cli.js', build).href)).main(command, rest)
-  } else if (command === 'import') {
-    code = await (await import(new URL('compiler/import-openclaw.js', build).href)).main(rest)
-  } else if (command === 'serve' || command === 'runs' || command === 'try' || command === 'webhooks') {
-    code = await (await import(new URL('runtime/cli.js', build).href)).main(command, rest)
-  } else if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    // Asked for: stdout and 0; missing command: a usage error on stderr and 2.
-    ;(command === undefined ? process.stderr : process.stdout).write(USAGE)
-    code = command === undefined ? 2 : 0
+  const [first] = argv
+  const found = table.findCommand(argv)
+  const groups = table.commandGroups()
+  if (found) {
+    code = await run(found.command, found.rest)
+  } else if (first === '--version' || first === '-v' || first === 'version') {
+    // read from package.json here, so neither side is loaded for it
+    process.stdout.write(`hookgate ${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version}\n`)
+    code = 0
+  } else if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    // `help <command>` is that command's help; missing command: a usage error on stderr and 2.
+    const asked = first === 'help' ? argv.slice(1) : []
+    const named = asked.length > 0 ? table.findCommand(asked) : undefined
+    if (asked.length > 0 && named && named.rest.length === 0) process.stdout.write(table.commandHelp(named.command))
+    else if (asked.length > 0 && groups.has(asked.join(' '))) process.stdout.write(table.groupHelp(asked.join(' ')))
+    else if (asked.length > 0) {
+      process.stderr.write(`hookgate help: no command "${asked.join(' ')}"\n${table.topLevelHelp()}`)
+      code = 2
+    } else (first === undefined ? process.stderr : process.stdout).write(table.topLevelHelp())
+    code ??= first === undefined ? 2 : 0
   } else {
-    process.stderr.write(`hookgate: unknown command "${command}"\n${USAGE}`)
-    code = 2
+    // The longest group the words name (`webhooks gmail`): its help when asked, else its usage.
+    let group
+    for (let n = argv.length; n > 0 && !group; n--) if (groups.has(argv.slice(0, n).join(' '))) group = argv.slice(0, n).join(' ')
+    if (group !== undefined && table.wantsHelp(argv.slice(group.split(' ').length))) {
+      process.stdout.write(table.groupHelp(group))
+      code = 0
+    } else if (group !== undefined) {
+      const next = argv[group.split(' ').length]
+      process.stderr.write(`hookgate ${group}: ${next === undefined ? 'name a command' : `unknown command "${next}"`}\n${table.groupHelp(group)}`)
+      code = 2
+    } else {
+      process.stderr.write(`hookgate: unknown command "${first}"\n${table.topLevelHelp()}`)
+      code = 2
+    }
   }
 } catch (err) {
   process.stderr.write(`hookgate: internal error: ${err && err.message ? err.message : String(err)}\n`)

@@ -1,15 +1,18 @@
 // The thin CLI over the compiler library: `hookgate compile` and `hookgate schema`.
 // Machine output on stdout, human text on stderr, silent `--check` on success.
-import { parseArgs } from 'node:util'
 import { relative } from 'node:path'
 import { compileFile } from './index.js'
 import { ExitCode, formatGithub, formatJson, formatText, type Diagnostic } from './diagnostics.js'
 import { jsonSchemaDocument } from './schema.js'
+import { getCommand, readCommandArgs, usageLine } from '../runtime/commands.js'
 
-export const COMPILE_USAGE = `usage: hookgate compile [hooks.yaml] [--out dist] [--check] [--format text|json|github] [--max-errors N]`
+/** The usage line, generated from the command table like every other command's. */
+export const COMPILE_USAGE = usageLine(getCommand('compile'))
 
 export async function main(command: string, argv: string[]): Promise<number> {
   if (command === 'schema') {
+    const parsed = readCommandArgs('schema', argv)
+    if (parsed.kind !== 'ok') return parsed.exit!
     process.stdout.write(JSON.stringify(jsonSchemaDocument(), null, 2) + '\n')
     return ExitCode.ok
   }
@@ -17,27 +20,14 @@ export async function main(command: string, argv: string[]): Promise<number> {
 }
 
 async function compileCommand(argv: string[]): Promise<number> {
-  let parsed
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        out: { type: 'string', default: 'dist' },
-        check: { type: 'boolean', default: false },
-        format: { type: 'string', default: 'text' },
-        'max-errors': { type: 'string', default: '100' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    })
-  } catch (err) {
-    process.stderr.write(`hookgate compile: ${(err as Error).message}\n${COMPILE_USAGE}\n`)
+  const parsed = readCommandArgs('compile', argv)
+  if (parsed.kind !== 'ok') return parsed.exit!
+  const { positionals } = parsed
+  const values = parsed.values as { out: string; check?: boolean; format: string; 'max-errors': string; standalone?: boolean }
+  // In the table already so the help is complete; its implementation lands separately.
+  if (values.standalone) {
+    process.stderr.write('hookgate compile: --standalone is not available in this build yet\n')
     return ExitCode.usageOrInternal
-  }
-  const { values, positionals } = parsed
-  if (values.help) {
-    process.stdout.write(COMPILE_USAGE + '\n')
-    return ExitCode.ok
   }
   const format = values.format
   const maxErrors = Number(values['max-errors'])
@@ -55,7 +45,7 @@ async function compileCommand(argv: string[]): Promise<number> {
   }
   const file = positionals[0] ?? 'hooks.yaml'
   const started = Date.now()
-  const outcome = await compileFile(file, { outDir: values.out!, check: values.check! })
+  const outcome = await compileFile(file, { outDir: values.out, check: values.check === true })
   report(outcome.diagnostics, format, maxErrors)
   if (!outcome.ok) return ExitCode.configErrors
   if (!values.check && format === 'text' && outcome.result && outcome.bundlePath) {

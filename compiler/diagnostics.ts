@@ -38,6 +38,7 @@ export const DiagnosticCodes = {
   SCHEMA_FORMAT: 'a string does not have the required form',
   SCHEMA_INVALID: 'a value does not match the schema',
   TOKEN_REQUIRED: 'hooks.token is required when hooks.enabled is true',
+  HOOKS_DISABLED: 'hooks.enabled is false: the server answers 404 hooks_disabled on every hook path',
   TOKEN_LITERAL: 'hooks.token is written in the file instead of a secret reference',
   TOKEN_SHORT: 'hooks.token is shorter than 24 characters',
   SECRET_REF_INVALID: 'a secret reference is malformed',

@@ -13,16 +13,11 @@ import JSON5 from 'json5'
 import { Document, isMap, isSeq, type Node } from 'yaml'
 import { ExitCode, formatText } from './diagnostics.js'
 import { compileFile } from './index.js'
+import { commandHelp, getCommand, usageLine } from '../runtime/commands.js'
 import { WELL_KNOWN_PROVIDERS } from './resolve-agents.js'
 
-export const IMPORT_USAGE = `usage: hookgate import openclaw FILE [--out hooks.yaml] [--force]
-
-Converts the hooks block of an OpenClaw config (JSON5, e.g. ~/.openclaw/openclaw.json) into a
-hookgate config, lists every key it could not carry over and why, and compiles the result.
-  --out FILE   where to write the hookgate config (default hooks.yaml)
-  --force      overwrite --out (and a copied transforms folder) when it exists
-exit status: 0 converted and compiles; 1 written, but keys not carried or compile errors;
-2 usage error or unreadable input`
+/** The command's usage line, from the one command table the help is built from. */
+const IMPORT_USAGE = usageLine(getCommand('import openclaw'))
 
 type Json = Record<string, unknown>
 
@@ -541,7 +536,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const { values, positionals } = parsed
   if (values.help) {
-    process.stdout.write(IMPORT_USAGE + '\n')
+    process.stdout.write(commandHelp(getCommand('import openclaw')))
     return ExitCode.ok
   }
   if (positionals[0] !== 'openclaw') return usage(positionals[0] === undefined ? 'say what to import from: openclaw' : `cannot import from "${positionals[0]}" (only openclaw)`)

@@ -83,6 +83,8 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
   const at = (path: PathSegment[], prefer: 'key' | 'value' = 'value') => loaded.locate(path, prefer)
   const hooks = config.hooks
   const enabled = hooks.enabled ?? false
+  // Said at compile time: otherwise the first sign is a server refusing every hook.
+  if (hooks.enabled === false) bag.warning('HOOKS_DISABLED', 'hooks.enabled is false: the server will answer 404 hooks_disabled on every hook path', at(['hooks', 'enabled']), 'write enabled: true to accept webhooks')
 
   // token
   let token: SecretSpec | undefined

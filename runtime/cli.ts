@@ -1,22 +1,21 @@
 // The runtime side of the CLI: `hookgate try` (and, as they land, serve, runs, webhooks).
 // Imports nothing from the compiler side.
 import { readFileSync } from 'node:fs'
-import { parseArgs } from 'node:util'
+import { getCommand, readCommandArgs, usageLine } from './commands.js'
 import { BundleLoadError, loadBundle } from './bundle.js'
 import { applyMapping, type HookAction } from './mapping.js'
 import { wrapExternalContent } from './envelope.js'
 import { startService } from './service.js'
 import { runsCommand } from './store/runs-cli.js'
 import { HttpError } from './http/errors.js'
-import { resolveMappedSessionKey } from './http/requests.js'
+import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './http/requests.js'
+import type { BundleConfig } from './bundle-format.js'
 import { TransformPool } from './transforms/pool.js'
 import { explainFiltered } from './conditions.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
-export const TRY_USAGE = 'usage: hookgate try <name> --payload FILE [--bundle dist] [--header K:V ...] [--query k=v ...]'
-
-export const SERVE_USAGE = 'usage: hookgate serve [--bundle dist] [--host 127.0.0.1] [--port 8787] [--state DIR] [--grace-seconds 10] [--log-bodies] [--no-fsync]'
+export const TRY_USAGE = usageLine(getCommand('try'))
 
 export async function main(command: string, argv: string[]): Promise<number | undefined> {
   if (command === 'try') return tryCommand(argv)
@@ -28,24 +27,9 @@ export async function main(command: string, argv: string[]): Promise<number | un
 
 /** Runs until SIGTERM or SIGINT, then drains and exits 0; SIGHUP reloads the bundle. */
 async function serveCommand(argv: string[]): Promise<number> {
-  let values
-  try {
-    values = parseArgs({
-      args: argv,
-      options: {
-        bundle: { type: 'string', default: 'dist' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        state: { type: 'string' },
-        'grace-seconds': { type: 'string', default: '10' },
-        'no-fsync': { type: 'boolean', default: false },
-        'log-bodies': { type: 'boolean', default: false },
-      },
-    }).values
-  } catch (err) {
-    process.stderr.write(`hookgate serve: ${(err as Error).message}\n${SERVE_USAGE}\n`)
-    return EXIT.usage
-  }
+  const parsed = readCommandArgs('serve', argv)
+  if (parsed.kind !== 'ok') return parsed.exit!
+  const values = parsed.values as { bundle: string; host?: string; port?: string; state?: string; 'grace-seconds': string; 'no-fsync'?: boolean; 'log-bodies'?: boolean }
   const port = values.port === undefined ? undefined : Number(values.port)
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     process.stderr.write(`hookgate serve: --port takes a number from 0 to 65535\n`)
@@ -55,12 +39,12 @@ async function serveCommand(argv: string[]): Promise<number> {
   let service
   try {
     service = await startService({
-      bundle: values.bundle!,
+      bundle: values.bundle,
       ...(values.host !== undefined ? { host: values.host } : {}),
       ...(port !== undefined ? { port } : {}),
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
       graceMs: Number.isFinite(grace) && grace >= 0 ? grace * 1000 : 10_000,
-      fsync: !values['no-fsync'],
+      fsync: values['no-fsync'] !== true,
       logBodies: values['log-bodies'] === true,
     })
   } catch (err) {
@@ -85,29 +69,16 @@ async function serveCommand(argv: string[]): Promise<number> {
 
 /** What a mapping would answer for a sample payload; exit 0 for 2xx, 1 otherwise, 2 for usage. */
 async function tryCommand(argv: string[]): Promise<number> {
-  let parsed
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        payload: { type: 'string' },
-        bundle: { type: 'string', default: 'dist' },
-        header: { type: 'string', multiple: true, default: [] },
-        query: { type: 'string', multiple: true, default: [] },
-      },
-    })
-  } catch (err) {
-    process.stderr.write(`hookgate try: ${(err as Error).message}\n${TRY_USAGE}\n`)
-    return EXIT.usage
-  }
-  const { values, positionals } = parsed
+  const parsed = readCommandArgs('try', argv)
+  if (parsed.kind !== 'ok') return parsed.exit!
+  const { positionals } = parsed
+  const values = parsed.values as { payload?: string; bundle: string; header: string[]; query: string[] }
   if (positionals.length !== 1 || !values.payload) {
     process.stderr.write(`hookgate try: need one mapping name and --payload FILE\n${TRY_USAGE}\n`)
     return EXIT.usage
   }
   const headers: Record<string, string> = Object.create(null)
-  for (const h of values.header!) {
+  for (const h of values.header) {
     const i = h.indexOf(':')
     if (i <= 0) {
       process.stderr.write(`hookgate try: --header takes NAME:VALUE, not "${h}"\n`)
@@ -116,14 +87,14 @@ async function tryCommand(argv: string[]): Promise<number> {
     headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim()
   }
   const query: Record<string, string> = Object.create(null)
-  for (const q of values.query!) {
+  for (const q of values.query) {
     const i = q.indexOf('=')
     query[i < 0 ? q : q.slice(0, i)] = i < 0 ? '' : q.slice(i + 1)
   }
 
   let bundle
   try {
-    bundle = await loadBundle(values.bundle!)
+    bundle = await loadBundle(values.bundle)
   } catch (err) {
     process.stderr.write(`hookgate try: ${err instanceof BundleLoadError ? err.message : (err as Error).message}\n`)
     return EXIT.usage
@@ -148,6 +119,10 @@ async function tryCommand(argv: string[]): Promise<number> {
     payload = text.trim() === '' ? {} : JSON.parse(text)
   } catch (err) {
     return print(400, { code: 'invalid_json', error: `the payload is not valid JSON: ${(err as Error).message}` })
+  }
+  if (name === 'wake' || name === 'agent') {
+    const answer = tryBuiltin(name, payload, bundle.config)
+    return print(answer.status, answer.body)
   }
   // The transform runs in a worker thread here too, as in the server: an endless loop in it is
   // stopped by its timeout instead of hanging this command.
@@ -183,6 +158,33 @@ async function tryCommand(argv: string[]): Promise<number> {
       const source = `hook ${bundle.config.basePath}/${name}`
       return print(status, { mapping: outcome.route.id, action: outcome.external ? envelop(outcome.action, source) : outcome.action, external: outcome.external })
     }
+  }
+}
+
+/**
+ * What POST /wake or /agent would answer for the payload, through the very functions the server
+ * calls, in its order: the parsed request, the resolved agent (and session key), and the action
+ * as the agent would see it; or the 400 the server would give.
+ */
+function tryBuiltin(name: 'wake' | 'agent', payload: unknown, config: BundleConfig): { status: number; body: Record<string, unknown> } {
+  const source = `hook ${config.basePath}/${name}`
+  try {
+    if (name === 'wake') {
+      const request = parseWakeRequest(payload)
+      const agentId = resolveWakeAgent(request, config)
+      const action: HookAction = { kind: 'wake', text: request.text, mode: request.mode, agentId }
+      return { status: 200, body: { endpoint: 'wake', request, agentId, action: envelop(action, source), external: true } }
+    }
+    const request = parseAgentRequest(payload)
+    const agentId = resolveAgentId(request.agentId, config)
+    const sessionKey = resolveRequestSessionKey(request.sessionKey, config)
+    checkModelOverride(request.model, agentId, config)
+    checkThinking(request.thinking, request.model, agentId, config)
+    const action: HookAction = { kind: 'agent', ...request, agentId, sessionKey }
+    return { status: 202, body: { endpoint: 'agent', request, agentId, sessionKey, action: envelop(action, source), external: true } }
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err
+    return { status: err.status, body: { endpoint: name, code: err.code, error: err.message } }
   }
 }
 

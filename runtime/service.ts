@@ -148,6 +148,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${shownHost}:${address.port}`
   write(`hookgate listening on ${url}${first.config.basePath} (bundle ${first.manifest.inputsHash.slice(0, 19)}…, ${first.manifest.routes.length} routes, state ${stateDir})`)
+  if (!first.config.enabled) write(disabledNotice(first.config.basePath))
 
   /** why the last reload was refused, until one succeeds (or finds the bundle unchanged) */
   let reloadFailure: string | null = null
@@ -195,6 +196,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     engine.configure(next.config, next.workflows, prepared.wiring)
     idempotency.setWindow(next.config.server.idempotencyWindowMs)
     info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
+    if (!next.config.enabled) write(disabledNotice(next.config.basePath))
     reloadFailure = null
     countReload('reloaded')
     return true
@@ -278,6 +280,11 @@ export function requestLine(e: RequestLog): string {
  * Log lines to stdout, gathered and written together once per turn of the event loop (a write
  * call per request line showed in the profile). A long burst is written every 256 lines.
  */
+/** Said at start (and on a reload) so an operator need not guess why every hook is refused. */
+function disabledNotice(basePath: string): string {
+  return `hooks are disabled (hooks.enabled is false): ingress is off, every path under ${basePath} answers 404 hooks_disabled`
+}
+
 function batchedStdout(): { write(line: string): void; flush(): void } {
   let lines: string[] = []
   let scheduled = false

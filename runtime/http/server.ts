@@ -120,6 +120,9 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   }
   if (path === '/metrics' && deps.metrics) return serveMetrics(req, res, serving, deps, client, query, notes)
   if (path !== base && !path.startsWith(base + '/')) throw new HttpError(404, 'not_found', `nothing is served at ${path.slice(0, 200)}`)
+  // Before the token is asked for: a disabled config refuses every hook the same way, so the
+  // answer reads as "ingress is off", not as a token problem (and counts toward no lock-out).
+  if (!config.enabled) throw new HttpError(404, 'hooks_disabled', 'hooks are disabled on this server (hooks.enabled is false)')
   const params = query === '' ? NO_PARAMS : new URLSearchParams(query)
   if (params.has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
   if (req.method !== 'POST') throw new HttpError(405, 'method_not_allowed', 'only POST is accepted here', { allow: 'POST' })
@@ -127,7 +130,6 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   // Auth before a single body byte is read.
   const now = Date.now()
   authenticate(req, serving, deps.limiter, client, now)
-  if (!config.enabled) throw new HttpError(404, 'hooks_disabled', 'hooks are disabled on this server (hooks.enabled is false)')
 
   const name = decodeName(path.slice(base.length + 1))
   const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)

@@ -2,11 +2,11 @@
 // without opening it for writing, so it works while a server holds it. Machine output (the table
 // or the JSON array) goes to stdout; the summary and warnings go to stderr.
 import { existsSync } from 'node:fs'
-import { parseArgs } from 'node:util'
+import { getCommand, readCommandArgs, usageLine } from '../commands.js'
 import { RUNS_FILE, RunStore, type RunRow, type RunStatus } from './runs.js'
 import { join } from 'node:path'
 
-export const RUNS_USAGE = 'usage: hookgate runs [--state DIR] [--json] [--limit N]'
+export const RUNS_USAGE = usageLine(getCommand('runs'))
 export const DEFAULT_RUNS_LIMIT = 50
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const
@@ -26,27 +26,9 @@ const processIO: CommandIO = {
 }
 
 export async function runsCommand(argv: string[], defaults: { stateDir: string }, io: CommandIO = processIO): Promise<number> {
-  let values
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        state: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        limit: { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    }))
-  } catch (err) {
-    io.stderr(`hookgate runs: ${(err as Error).message}\n${RUNS_USAGE}\n`)
-    return EXIT.usage
-  }
-  if (values.help) {
-    io.stdout(`${RUNS_USAGE}\n`)
-    return EXIT.ok
-  }
+  const parsed = readCommandArgs('runs', argv, io)
+  if (parsed.kind !== 'ok') return parsed.exit!
+  const values = parsed.values as { state?: string; json?: boolean; limit?: string }
   let limit = DEFAULT_RUNS_LIMIT
   if (values.limit !== undefined) {
     if (!/^[1-9][0-9]*$/.test(values.limit)) {

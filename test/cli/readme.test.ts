@@ -1,10 +1,13 @@
-// The README's example works as printed: its hooks.yaml compiles, and the commands it shows give
-// the output it shows (boundary ids aside).
-import { execFile, execFileSync } from 'node:child_process'
+// The README works as printed: its example is the file in examples/minimal/, every
+// `node bin/hookgate.js …` command it prints runs from the root of a fresh clone and gives the
+// output it shows (boundary ids aside), its curl lines work against the repo's hooks.yaml, and its
+// command list is the command table's.
+import { execFile, spawnSync } from 'node:child_process'
 import { compileFile } from '../../compiler/index.js'
 import { startService } from '../../runtime/service.js'
-import { readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { COMMANDS, synopsis } from '../../runtime/commands.js'
+import { cpSync, readFileSync, realpathSync, symlinkSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { hookgateBin, repoRoot, tempDir } from '../helpers/paths.js'
@@ -20,25 +23,55 @@ function exampleBlock(name: string): string {
   return m![1]!
 }
 
-/** The fenced sh block that follows the hooks.yaml example. */
-function commandsAfterExample(): string[] {
-  const at = readme.indexOf('<!-- readme-example: hooks.yaml -->')
-  const blocks = [...readme.slice(at).matchAll(/```sh\n([\s\S]*?)```/g)]
-  return blocks[0]![1]!.split('\n').filter((l) => l.trim() !== '')
+/**
+ * Every `node bin/hookgate.js …` command the README prints, in order: each line of its sh blocks
+ * and each inline code span that starts so. `serve` runs until stopped; the curl test covers it.
+ */
+function readmeCommands(): string[] {
+  const fenced = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.split('\n').map((l) => ({ at: m.index!, text: l.trim() })))
+  const inline = [...readme.matchAll(/(?<!`)`(node bin\/hookgate\.js [^`]+)`(?!`)/g)].map((m) => ({ at: m.index!, text: m[1]! }))
+  return [...fenced, ...inline]
+    .filter((c) => c.text.startsWith('node bin/hookgate.js ') && !c.text.startsWith('node bin/hookgate.js serve'))
+    .sort((a, b) => a.at - b.at)
+    .map((c) => c.text)
+}
+
+/**
+ * A fresh clone, as far as the commands can tell: the repo's files without anything generated
+ * (dist/, state, build/), with build/ and node_modules linked in as `npm ci` would have made them.
+ */
+function freshCopy(): string {
+  const copy = join(tempDir('hookgate-readme-'), 'hookgate')
+  const skip = new Set(['.git', 'node_modules', 'build', 'dist', '.hookgate'])
+  cpSync(repoRoot, copy, { recursive: true, filter: (from) => !skip.has(basename(from)) })
+  symlinkSync(realpathSync(join(repoRoot, 'build')), join(copy, 'build'))
+  symlinkSync(realpathSync(join(repoRoot, 'node_modules')), join(copy, 'node_modules'))
+  return copy
 }
 
 const example = suite('the README example')
 
-example('compiles and answers try exactly as the README shows', () => {
-  const dir = tempDir()
-  writeFileSync(join(dir, 'hooks.yaml'), exampleBlock('hooks.yaml'))
-  let output = ''
-  for (const line of commandsAfterExample()) {
-    const cmd = line.replace(/^node bin\/hookgate\.js/, `"${process.execPath}" "${hookgateBin}"`)
-    output = execFileSync('bash', ['-c', cmd], { cwd: dir, encoding: 'utf8', env: { ...process.env, HOOKGATE_TOKEN: 'a-token-for-the-readme-test-0123456789' } })
+example('examples/minimal/hooks.yaml is the file the README shows', () => {
+  assert.is(readFileSync(join(repoRoot, 'examples', 'minimal', 'hooks.yaml'), 'utf8'), exampleBlock('hooks.yaml'))
+})
+
+// Regression: the README's commands compiled the repo's own hooks.yaml, so `try deploys` answered 404.
+example('every node bin/hookgate.js command in the README runs as printed from the root of a fresh clone', () => {
+  const commands = readmeCommands()
+  const tryCommands = exampleBlock('try-commands').split('\n').filter(Boolean)
+  for (const expected of [...tryCommands, 'node bin/hookgate.js runs']) assert.ok(commands.includes(expected), `not collected: ${expected}`)
+  const copy = freshCopy()
+  // No secret in the environment: the tour must not need one.
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` }
+  delete env.HOOKGATE_TOKEN
+  const outputs = new Map<string, string>()
+  for (const command of commands) {
+    const run = spawnSync('bash', ['-c', command], { cwd: copy, encoding: 'utf8', env, timeout: 30_000 })
+    assert.is(run.status, 0, `${command}\nexit ${run.status}\n--- stdout ---\n${run.stdout}\n--- stderr ---\n${run.stderr}`)
+    outputs.set(command, run.stdout)
   }
   const shown = exampleBlock('try-output')
-  const actual = JSON.parse(output)
+  const actual = JSON.parse(outputs.get(tryCommands.find((l) => l.includes(' try '))!)!)
   const normalise = (s: string) => s.replace(/id="[0-9a-f…]+"/g, 'id="…"')
   assert.is(actual.status, Number(/"status": (\d+)/.exec(shown)![1]))
   assert.is(actual.mapping, /"mapping": "([^"]+)"/.exec(shown)![1])
@@ -46,6 +79,13 @@ example('compiles and answers try exactly as the README shows', () => {
   assert.is(actual.action.name, /"name": "([^"]+)"/.exec(shown)![1])
   assert.is(normalise(actual.action.message), normalise(JSON.parse(/"message": ("(?:[^"\\]|\\.)*")/.exec(shown)![1]!)))
   assert.is(actual.external, true)
+  const agent = [...outputs].find(([c]) => c.includes(' try agent '))
+  assert.ok(agent, 'the README shows try agent')
+  assert.is(JSON.parse(agent![1]).status, 202)
+})
+
+example('the command-line section lists exactly the commands of the command table', () => {
+  assert.is(exampleBlock('commands'), COMMANDS.map((c) => `hookgate ${synopsis(c)}`).join('\n') + '\n')
 })
 
 example('the curl lines work as printed against the repo\'s hooks.yaml', async () => {

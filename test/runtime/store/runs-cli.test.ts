@@ -4,6 +4,7 @@ import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import { RunStore, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
 import { RUNS_USAGE, runsCommand } from '../../../runtime/store/runs-cli.js'
+import { commandHelp, getCommand } from '../../../runtime/commands.js'
 import { tempDir } from '../../helpers/paths.js'
 
 const scratch = tempDir('hookgate-runs-cli-')
@@ -191,8 +192,9 @@ usage('exits 2 for a positional argument or a flag without its value', async () 
   assert.is((await runs(['--state'])).code, 2)
 })
 
-usage('prints the usage on stdout and exits 0 for --help', async () => {
-  assert.equal(await runs(['--help']), { code: 0, stdout: `${RUNS_USAGE}\n`, stderr: '' })
+usage('prints the help from the command table on stdout and exits 0 for --help', async () => {
+  assert.equal(await runs(['--help']), { code: 0, stdout: commandHelp(getCommand('runs')), stderr: '' })
+  assert.ok(commandHelp(getCommand('runs')).startsWith(`${RUNS_USAGE}\n`))
 })
 
 usage('exits 1 when the state path cannot be read as a directory', async () => {

@@ -1,0 +1,275 @@
+// The one table of hookgate's commands: each command's name, summary, arguments and flags. The
+// top-level help, every command's --help and usage line, and the flags each CLI parses are all
+// generated from it, so a flag cannot be parsed without being documented (a test walks the table).
+// Lives under runtime/ because `hookgate serve` must work without the compiler; it imports only
+// node:util, and the compiler side may read it too.
+import { parseArgs } from 'node:util'
+
+export interface FlagSpec {
+  /** long name without the dashes */
+  name: string
+  /** the value's placeholder (`DIR`, `N`); absent for an on/off flag */
+  value?: string
+  /** a value given when the flag is absent (also shown in the help) */
+  default?: string
+  /** may be given more than once */
+  multiple?: boolean
+  /** must be given (shown without brackets in the usage line) */
+  required?: boolean
+  description: string
+}
+
+/** Which side of the executable runs a command; `unavailable` ones only answer --help. */
+export type CommandSide = 'compiler' | 'runtime' | 'import-openclaw' | 'unavailable'
+
+export interface CommandSpec {
+  /** the words typed after `hookgate`, e.g. `compile` or `webhooks gmail setup` */
+  name: string
+  /** positional arguments as shown in the usage line, e.g. `[hooks.yaml]` */
+  args: string
+  summary: string
+  flags: readonly FlagSpec[]
+  side: CommandSide
+  /** more lines for its --help, after the flags */
+  notes?: readonly string[]
+}
+
+export const COMMANDS: readonly CommandSpec[] = [
+  {
+    name: 'compile',
+    args: '[hooks.yaml]',
+    summary: 'compile the config into a bundle (exit 0 good, 1 config errors, 2 usage or internal error)',
+    side: 'compiler',
+    flags: [
+      { name: 'out', value: 'DIR', default: 'dist', description: 'the folder to write the bundle and manifest into' },
+      { name: 'check', description: 'check only: write nothing, print nothing on success' },
+      { name: 'format', value: 'text|json|github', default: 'text', description: 'findings as text lines on stderr, one JSON document on stdout, or GitHub Actions annotations' },
+      { name: 'max-errors', value: 'N', default: '100', description: 'show at most N errors (warnings are always shown)' },
+      { name: 'standalone', description: 'also write the runtime as one self-contained file (dist/hookgate-serve.mjs)' },
+    ],
+  },
+  {
+    name: 'schema',
+    args: '',
+    summary: 'print the JSON Schema of hooks.yaml (for editors)',
+    side: 'compiler',
+    flags: [],
+  },
+  {
+    name: 'try',
+    args: '<name>',
+    summary: 'show what a mapping, /wake or /agent would answer for a payload, without serving',
+    side: 'runtime',
+    flags: [
+      { name: 'payload', value: 'FILE', required: true, description: 'the request body (JSON) to try' },
+      { name: 'bundle', value: 'PATH', default: 'dist', description: 'the compiled bundle: the --out folder or the bundle file in it' },
+      { name: 'header', value: 'K:V', multiple: true, description: 'a request header the mapping sees (repeatable)' },
+      { name: 'query', value: 'k=v', multiple: true, description: 'a query parameter the mapping sees (repeatable)' },
+    ],
+    notes: [
+      '<name> is a mapping path under the base path, or `wake` / `agent` for the built-in endpoints',
+      'exit 0 when the answer would be 2xx, 1 otherwise, 2 on a usage error',
+    ],
+  },
+  {
+    name: 'serve',
+    args: '',
+    summary: 'serve a compiled bundle (SIGHUP or a changed bundle reloads, SIGTERM drains and exits 0)',
+    side: 'runtime',
+    flags: [
+      { name: 'bundle', value: 'PATH', default: 'dist', description: 'the compiled bundle: the --out folder or the bundle file in it' },
+      { name: 'host', value: 'HOST', description: 'the address to listen on (default: server.host, else 127.0.0.1)' },
+      { name: 'port', value: 'PORT', description: 'the port to listen on, 0 for a free one (default: server.port, else 8787)' },
+      { name: 'state', value: 'DIR', description: 'the state directory: run history, sessions, lock (default: server.stateDir, else .hookgate)' },
+      { name: 'grace-seconds', value: 'N', default: '10', description: 'on SIGTERM, how long requests and running turns get to finish' },
+      { name: 'log-bodies', description: 'log the first 2 KiB of each body (debugging only: bodies can carry secrets)' },
+      { name: 'no-fsync', description: 'skip the store\'s fdatasync (benchmarks only: gives up durability)' },
+    ],
+  },
+  {
+    name: 'runs',
+    args: '',
+    summary: 'show the run history, newest first',
+    side: 'runtime',
+    flags: [
+      { name: 'state', value: 'DIR', description: 'the state directory to read (default: .hookgate)' },
+      { name: 'json', description: 'print the rows as a JSON array on stdout' },
+      { name: 'limit', value: 'N', default: '50', description: 'show at most the newest N runs' },
+    ],
+  },
+  {
+    name: 'import openclaw',
+    args: 'FILE',
+    summary: 'convert an OpenClaw hooks config (JSON5) into a hooks.yaml',
+    side: 'import-openclaw',
+    flags: [
+      { name: 'out', value: 'FILE', default: 'hooks.yaml', description: 'where to write the converted config' },
+      { name: 'force', description: 'overwrite --out (and a copied transforms folder) when it exists' },
+    ],
+    notes: [
+      'FILE: the whole OpenClaw config (JSON5, e.g. ~/.openclaw/openclaw.json) or its hooks block alone',
+      'exit 0 converted and compiles; 1 written, but keys not carried or compile errors; 2 usage error or unreadable input',
+    ],
+  },
+  {
+    name: 'webhooks gmail setup',
+    args: '',
+    summary: 'write the hooks.gmail settings for the Gmail helper',
+    side: 'unavailable',
+    flags: [
+      { name: 'account', value: 'EMAIL', required: true, description: 'the Gmail account to watch' },
+      { name: 'label', value: 'LABEL', description: 'only mail with this label' },
+      { name: 'topic', value: 'TOPIC', description: 'the Pub/Sub topic Gmail publishes to' },
+      { name: 'subscription', value: 'NAME', description: 'the Pub/Sub push subscription' },
+      { name: 'hook-url', value: 'URL', description: 'the public URL of /hooks/gmail' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to write hooks.gmail into' },
+    ],
+  },
+  {
+    name: 'webhooks gmail run',
+    args: '',
+    summary: 'run the Gmail helper: renew the watch and forward new mail to /hooks/gmail',
+    side: 'unavailable',
+    flags: [
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config holding hooks.gmail' },
+    ],
+  },
+]
+
+const PROGRAM = 'hookgate'
+
+/** The command the words of argv name (the longest match), and the words after it. */
+export function findCommand(argv: readonly string[]): { command: CommandSpec; rest: string[] } | undefined {
+  let best: CommandSpec | undefined
+  for (const c of COMMANDS) {
+    const words = c.name.split(' ')
+    if (words.every((w, i) => argv[i] === w) && (!best || words.length > best.name.split(' ').length)) best = c
+  }
+  return best && { command: best, rest: argv.slice(best.name.split(' ').length) }
+}
+
+/** Words that only group subcommands (`import`, `webhooks`, `webhooks gmail`), each with its members. */
+export function commandGroups(): Map<string, CommandSpec[]> {
+  const groups = new Map<string, CommandSpec[]>()
+  for (const c of COMMANDS) {
+    const words = c.name.split(' ')
+    for (let n = 1; n < words.length; n++) {
+      const prefix = words.slice(0, n).join(' ')
+      groups.set(prefix, [...(groups.get(prefix) ?? []), c])
+    }
+  }
+  return groups
+}
+
+export function getCommand(name: string): CommandSpec {
+  const c = COMMANDS.find((x) => x.name === name)
+  if (!c) throw new Error(`no command "${name}" in the command table`)
+  return c
+}
+
+function flagSynopsis(f: FlagSpec): string {
+  const word = f.value ? `--${f.name} ${f.value}` : `--${f.name}`
+  const repeated = f.multiple ? `${word} ...` : word
+  return f.required ? repeated : `[${repeated}]`
+}
+
+/** `try <name> --payload FILE [--bundle PATH] …`: the command with every flag it takes */
+export function synopsis(c: CommandSpec): string {
+  return [c.name, c.args, ...c.flags.map(flagSynopsis)].filter(Boolean).join(' ')
+}
+
+/** `usage: hookgate try <name> --payload FILE [--bundle PATH] …` */
+export function usageLine(c: CommandSpec): string {
+  return `usage: ${PROGRAM} ${synopsis(c)}`
+}
+
+/** What `hookgate <command> --help` prints: usage, summary, every flag with its description. */
+export function commandHelp(c: CommandSpec): string {
+  const rows: Array<[string, string]> = c.flags.map((f) => [
+    f.value ? `--${f.name} ${f.value}` : `--${f.name}`,
+    f.description + (f.default !== undefined ? ` (default: ${f.default})` : '') + (f.required ? ' (required)' : ''),
+  ])
+  rows.push(['-h, --help', 'show this help'])
+  const width = Math.max(...rows.map(([l]) => l.length))
+  const lines = [usageLine(c), '', c.summary, '', 'options:', ...rows.map(([l, d]) => `  ${l.padEnd(width)}  ${d}`)]
+  if (c.notes?.length) lines.push('', ...c.notes)
+  if (c.side === 'unavailable') lines.push('', 'not available in this build yet')
+  return lines.join('\n') + '\n'
+}
+
+/** What `hookgate <group> --help` prints, e.g. for `webhooks gmail`. */
+export function groupHelp(group: string): string {
+  const members = commandGroups().get(group) ?? []
+  return [`usage: ${PROGRAM} ${group} <command> [options]`, '', 'commands:', ...members.map((c) => `  ${synopsis(c)}\n      ${c.summary}`), '', `run \`${PROGRAM} ${group} <command> --help\` for one command's options`].join('\n') + '\n'
+}
+
+/** What `hookgate --help` prints: every command with its full usage line and summary. */
+export function topLevelHelp(): string {
+  return [
+    `usage: ${PROGRAM} <command> [options]`,
+    '',
+    'commands:',
+    ...COMMANDS.map((c) => `  ${synopsis(c)}\n      ${c.summary}${c.side === 'unavailable' ? ' (not available in this build yet)' : ''}`),
+    '',
+    '  help [command]',
+    "      this help, or one command's",
+    '  --version, -v',
+    '      print the version',
+    '',
+    `run \`${PROGRAM} <command> --help\` for a command's options and defaults`,
+  ].join('\n') + '\n'
+}
+
+/** Whether argv asks for help (before a `--` that ends the options). */
+export function wantsHelp(argv: readonly string[]): boolean {
+  for (const a of argv) {
+    if (a === '--') return false
+    if (a === '--help' || a === '-h') return true
+  }
+  return false
+}
+
+export type ParsedCommand =
+  | { kind: 'help' }
+  | { kind: 'usage-error'; message: string }
+  | { kind: 'ok'; values: Record<string, string | boolean | string[] | undefined>; positionals: string[] }
+
+/** Parses argv with exactly the flags the table lists for the command (plus -h/--help). */
+export function parseCommandArgs(c: CommandSpec, argv: readonly string[]): ParsedCommand {
+  if (wantsHelp(argv)) return { kind: 'help' }
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; default?: string | string[] }> = {}
+  for (const f of c.flags) {
+    options[f.name] = f.value
+      ? { type: 'string', ...(f.multiple ? { multiple: true, default: f.default !== undefined ? [f.default] : [] } : f.default !== undefined ? { default: f.default } : {}) }
+      : { type: 'boolean' }
+  }
+  try {
+    const { values, positionals } = parseArgs({ args: [...argv], options, allowPositionals: c.args !== '', strict: true })
+    return { kind: 'ok', values: values as Record<string, string | boolean | string[] | undefined>, positionals }
+  } catch (err) {
+    return { kind: 'usage-error', message: (err as Error).message }
+  }
+}
+
+/**
+ * The shared front of every command: help on stdout (0), a usage error with the usage line on
+ * stderr (2), else the parsed flags. `write` is injectable for commands tested in-process.
+ */
+export function readCommandArgs(name: string, argv: readonly string[], io: { stdout(text: string): void; stderr(text: string): void } = processIO): ParsedCommand & { exit?: number } {
+  const c = getCommand(name)
+  const parsed = parseCommandArgs(c, argv)
+  if (parsed.kind === 'help') {
+    io.stdout(commandHelp(c))
+    return { ...parsed, exit: 0 }
+  }
+  if (parsed.kind === 'usage-error') {
+    io.stderr(`${PROGRAM} ${name}: ${parsed.message}\n${usageLine(c)}\n`)
+    return { ...parsed, exit: 2 }
+  }
+  return parsed
+}
+
+const processIO = {
+  stdout: (text: string) => { process.stdout.write(text) },
+  stderr: (text: string) => { process.stderr.write(text) },
+}
