@@ -293,7 +293,7 @@ json('points line and column at the offending node and path at its JSON pointer'
     line: 3,
     column: 3,
     path: '/hooks/mapings',
-    hint: 'did you mean "mappings"?',
+    hint: '"mappings" is already set here: remove this misspelt copy',
   })
   const sourc = report.errors.find((d) => d.path === '/hooks/mappings/0/match/sourc')
   assert.ok(sourc, 'the unknown key inside a flow mapping is reported with its pointer')
