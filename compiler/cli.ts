@@ -2,7 +2,7 @@
 // Machine output on stdout, human text on stderr, silent `--check` on success.
 import { relative } from 'node:path'
 import { compileFile } from './index.js'
-import { ExitCode, formatGithub, formatJson, formatText, type Diagnostic } from './diagnostics.js'
+import { ExitCode, capErrors, formatGithub, formatJson, formatText, tooManyErrors, type Diagnostic } from './diagnostics.js'
 import { jsonSchemaDocument } from './schema.js'
 import { getCommand, readCommandArgs, usageLine } from '../runtime/commands.js'
 
@@ -56,14 +56,15 @@ async function compileCommand(argv: string[]): Promise<number> {
 }
 
 function report(list: Diagnostic[], format: 'text' | 'json' | 'github', maxErrors: number): void {
+  const { shown, hiddenErrors } = capErrors(list, maxErrors)
+  const more = hiddenErrors > 0 ? tooManyErrors(hiddenErrors, list[0]!.file) : undefined
   if (format === 'json') {
-    process.stdout.write(formatJson(list) + '\n')
+    process.stdout.write(formatJson(more ? [...shown, more] : shown) + '\n')
     return
   }
   const errors = list.filter((d) => d.severity === 'error')
-  const shown = [...list.filter((d) => d.severity === 'warning'), ...errors.slice(0, maxErrors)].sort((a, b) => list.indexOf(a) - list.indexOf(b))
   const out = format === 'github' ? process.stdout : process.stderr
   for (const d of shown) out.write((format === 'github' ? formatGithub(d) : formatText(d)) + '\n')
-  if (errors.length > maxErrors) out.write(`… and ${errors.length - maxErrors} more errors (TOO_MANY_ERRORS); raise --max-errors to see them\n`)
+  if (more) out.write(format === 'github' ? formatGithub(more) + '\n' : `… and ${hiddenErrors} more errors (TOO_MANY_ERRORS); raise --max-errors to see them\n`)
   if (format === 'text' && errors.length > 0) out.write(`${errors.length} error${errors.length === 1 ? '' : 's'}, ${list.length - errors.length} warning${list.length - errors.length === 1 ? '' : 's'}\n`)
 }

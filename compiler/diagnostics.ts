@@ -165,17 +165,34 @@ export function formatJson(list: Diagnostic[]): string {
   }, null, 2)
 }
 
-/** Edit distance, for "did you mean" hints. */
+/** What `--max-errors` lets through of a sorted list: every warning and the first `maxErrors` errors, in order. */
+export function capErrors(list: readonly Diagnostic[], maxErrors: number): { shown: Diagnostic[]; hiddenErrors: number } {
+  let errors = 0
+  const shown = list.filter((d) => d.severity === 'warning' || ++errors <= maxErrors)
+  return { shown, hiddenErrors: Math.max(0, errors - maxErrors) }
+}
+
+/** The entry that stands in for the errors `--max-errors` held back, where the output is a list of entries (json, github). */
+export function tooManyErrors(hiddenErrors: number, file: string): Diagnostic {
+  return { code: 'TOO_MANY_ERRORS', severity: 'error', message: `${hiddenErrors} more error${hiddenErrors === 1 ? '' : 's'} not shown; raise --max-errors to see them`, file, line: 1, column: 1, path: '' }
+}
+
+/**
+ * Edit distance for "did you mean" hints: insertions, deletions, substitutions and the swap of two
+ * neighbouring letters each count one (optimal string alignment), so `agnet` is as near `agent` as `agnt`.
+ */
 export function editDistance(a: string, b: string): number {
-  const prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  let before: number[] = []
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
   for (let i = 1; i <= a.length; i++) {
-    let diag = prev[0]!
-    prev[0] = i
+    const row = [i]
     for (let j = 1; j <= b.length; j++) {
-      const up = prev[j]!
-      prev[j] = Math.min(up + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1))
-      diag = up
+      let d = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1)
+      row[j] = d
     }
+    before = prev
+    prev = row
   }
   return prev[b.length]!
 }

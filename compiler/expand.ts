@@ -53,7 +53,8 @@ export const DEFAULT_TRANSFORM_TIMEOUT_MS = 2000
 export function expandConfig(config: HooksConfig, loaded: LoadedConfig, bag: DiagnosticBag): ExpandedConfig {
   const routes: RouteSpec[] = []
   const mappings = config.hooks.mappings ?? []
-  mappings.forEach((m, i) => routes.push(fromMapping(m, ['hooks', 'mappings', i], `mapping-${i + 1}`)))
+  // The fallback id counts mappings as the file does, also when validate left some out.
+  mappings.forEach((m, i) => routes.push(fromMapping(m, ['hooks', 'mappings', i], `mapping-${Number(loaded.sourcePath(['hooks', 'mappings', i])[2]) + 1}`)))
 
   const agents = config.agents && config.agents.length > 0 ? config.agents : [DEFAULT_AGENT]
   ;(config.agents ?? []).forEach((agent, a) => {

@@ -1,9 +1,11 @@
 // The compiler as a library: load → validate → expand → resolve → compile → emit.
-// Each phase reports into one DiagnosticBag; a phase runs only if the ones before it left no error
-// that would make its findings noise.
+// Each phase reports into one DiagnosticBag, and every phase runs in every compile: a schema error
+// leaves its part of the config out of the later phases (validate.ts) instead of stopping them, so
+// one run shows every finding. Only a file that cannot be read or parsed stops the run, and the
+// bundle is written only when nothing at all is wrong.
 import { DiagnosticBag, type Diagnostic } from './diagnostics.js'
 import { loadConfig } from './load.js'
-import { validateConfig } from './validate.js'
+import { validateParts } from './validate.js'
 import { expandConfig } from './expand.js'
 import { resolveConfig } from './resolve.js'
 import { compileTemplates } from './compile.js'
@@ -25,13 +27,15 @@ export interface CompileOutcome {
 
 export async function compileFile(file: string, options: CompileOptions): Promise<CompileOutcome> {
   const bag = new DiagnosticBag()
-  const loaded = loadConfig(file, bag)
-  const config = loaded && validateConfig(loaded, bag)
-  if (!loaded || !config) return { diagnostics: bag.sorted(), ok: false }
+  const read = loadConfig(file, bag)
+  const valid = read && validateParts(read, bag)
+  if (!valid) return { diagnostics: bag.sorted(), ok: false }
+  const { config, loaded, leftOut } = valid
   const expanded = expandConfig(config, loaded, bag)
-  const resolved = resolveConfig(config, expanded, loaded, bag)
+  const resolved = resolveConfig(config, expanded, loaded, bag, leftOut)
   const compiled = compileTemplates(resolved, loaded, bag)
-  const result = bag.hasErrors ? undefined : await emitBundle(resolved, compiled, loaded, bag, options.outDir)
+  // With errors already found, emit still checks the transforms (their builds and exports) and then stops.
+  const result = await emitBundle(resolved, compiled, loaded, bag, options.outDir)
   if (!result || bag.hasErrors) return { diagnostics: bag.sorted(), ok: false }
   const outcome: CompileOutcome = { diagnostics: bag.sorted(), ok: true, result }
   if (!options.check) outcome.bundlePath = writeBundle(options.outDir, result)

@@ -24,6 +24,8 @@ export interface LoadedConfig {
    * errors): the matching occurrence of `needle` in the node's source, falling back to the node.
    */
   locateText(path: readonly PathSegment[], value: string, offset: number, needle: string): Location
+  /** the path in the file of the node at `path` in `value` (they differ where validate left parts out) */
+  sourcePath(path: readonly PathSegment[]): PathSegment[]
 }
 
 /** Shown paths are relative to the working directory when the file lies under it. */
@@ -126,6 +128,7 @@ export function parseConfigSource(source: string, absFile: string, bag: Diagnost
       }
       return at(idx >= 0 ? range[0] + idx : range[0], pointer(path))
     },
+    sourcePath: (path) => [...path],
   }
 }
 

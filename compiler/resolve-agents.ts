@@ -2,11 +2,12 @@
 // models name (declared, or one of the well-known defaults), the channels replies are delivered
 // through (no credential written in a URL), and the per-route model and thinking checks.
 import type { BundleChannel, BundleConfig, BundleProvider, ChannelType, SecretSpec } from '../runtime/bundle-format.js'
-import type { DiagnosticBag } from './diagnostics.js'
+import { closest, type DiagnosticBag } from './diagnostics.js'
 import type { ExpandedConfig } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import type { ChannelConfig, HooksConfig } from './schema.js'
-import { hintFrom, parseDurationSeconds, resolveSecret, type ResolvedRoute } from './resolve.js'
+import { envNameOf, hintFrom, parseDurationSeconds, resolveSecret, type ResolvedRoute } from './resolve.js'
+import type { LeftOut } from './validate.js'
 
 type ResolvedAgent = BundleConfig['agents'][number]
 
@@ -23,18 +24,19 @@ export const WELL_KNOWN_PROVIDERS: Readonly<Record<string, Omit<BundleProvider, 
 const DEFAULT_PROVIDER_TIMEOUT_MS = 60_000
 const DEFAULT_MAX_RETRIES = 2
 
-export function resolveAgents(config: HooksConfig, expanded: ExpandedConfig, loaded: LoadedConfig, bag: DiagnosticBag, channelIds: Set<string>): ResolvedAgent[] {
+export function resolveAgents(config: HooksConfig, expanded: ExpandedConfig, loaded: LoadedConfig, bag: DiagnosticBag, channelIds: Set<string>, leftOut: LeftOut): ResolvedAgent[] {
   const declared = config.agents ?? []
   const seen = new Set<string>()
   declared.forEach((a, i) => {
     if (seen.has(a.id)) bag.error('AGENT_DUPLICATE_ID', `agent id "${a.id}" is declared twice`, loaded.locate(['agents', i, 'id']))
     seen.add(a.id)
-    if (a.delivery && !channelIds.has(a.delivery.channel)) {
+    if (a.delivery && !channelIds.has(a.delivery.channel) && !leftOut.mayDeclare('channels', a.delivery.channel)) {
       bag.error('CHANNEL_UNKNOWN', `channel "${a.delivery.channel}" is not declared under channels`, loaded.locate(['agents', i, 'delivery', 'channel']), hintFrom(a.delivery.channel, channelIds))
     }
   })
   const defaults = declared.map((a, i) => ({ a, i })).filter(({ a }) => a.default === true)
-  if (declared.length > 1 && defaults.length !== 1) {
+  // With an agent left out, which one is the default cannot be told.
+  if (declared.length > 1 && defaults.length !== 1 && !leftOut.any('agents')) {
     const where = defaults.length > 1 ? loaded.locate(['agents', defaults[1]!.i, 'default']) : loaded.locate(['agents'])
     bag.error('AGENT_DEFAULT', defaults.length > 1 ? `${defaults.length} agents are marked default: true; exactly one may be` : `${declared.length} agents are declared and none is marked default: true`, where, 'mark exactly one agent with default: true')
   }
@@ -50,7 +52,7 @@ export function resolveAgents(config: HooksConfig, expanded: ExpandedConfig, loa
 }
 
 /** The providers the bundle needs: every one a model names, checked against declared and well-known ids. */
-export function resolveProviders(config: HooksConfig, agents: ResolvedAgent[], loaded: LoadedConfig, bag: DiagnosticBag): BundleProvider[] {
+export function resolveProviders(config: HooksConfig, agents: ResolvedAgent[], loaded: LoadedConfig, bag: DiagnosticBag, leftOut: LeftOut): BundleProvider[] {
   const declared = new Map<string, BundleProvider>()
   ;(config.providers ?? []).forEach((p, i) => {
     const at: PathSegment[] = ['providers', i]
@@ -58,8 +60,9 @@ export function resolveProviders(config: HooksConfig, agents: ResolvedAgent[], l
       bag.error('PROVIDER_DUPLICATE_ID', p.id === 'builtin' ? 'provider id "builtin" is reserved for the built-in model' : `provider id "${p.id}" is declared twice`, loaded.locate([...at, 'id']))
       return
     }
-    refuseUrlCredentials(p.baseUrl, 'baseUrl', [...at, 'baseUrl'], loaded, bag)
-    const apiKey = p.apiKey === undefined ? null : resolveSecret(p.apiKey, [...at, 'apiKey'], loaded, bag) ?? null
+    const keyVariable = `${envNameOf(p.id)}_API_KEY`
+    refuseUrlCredentials(p.baseUrl, 'baseUrl', [...at, 'baseUrl'], loaded, bag, `the key belongs in apiKey: \${${keyVariable}}, not in the base URL`)
+    const apiKey = p.apiKey === undefined ? null : resolveSecret(p.apiKey, [...at, 'apiKey'], loaded, bag, keyVariable) ?? null
     declared.set(p.id, { id: p.id, type: p.type, baseUrl: p.baseUrl.replace(/\/+$/, ''), apiKey, timeoutMs: Math.round((p.timeoutSeconds ?? DEFAULT_PROVIDER_TIMEOUT_MS / 1000) * 1000), maxRetries: p.maxRetries ?? DEFAULT_MAX_RETRIES })
   })
   const used = new Map<string, BundleProvider>()
@@ -72,7 +75,12 @@ export function resolveProviders(config: HooksConfig, agents: ResolvedAgent[], l
     }
     const found = declared.get(provider) ?? (WELL_KNOWN_PROVIDERS[provider] ? { id: provider, ...WELL_KNOWN_PROVIDERS[provider]!, timeoutMs: DEFAULT_PROVIDER_TIMEOUT_MS, maxRetries: DEFAULT_MAX_RETRIES } : undefined)
     if (!found) {
-      bag.error('MODEL_INVALID', `model "${model}" names provider "${provider}", which is neither declared under providers nor one hookgate knows`, loaded.locate(path), hintFrom(provider, known))
+      if (leftOut.mayDeclare('providers', provider)) return
+      // The hint offers the whole model with its provider corrected: that is what the value must become.
+      const guess = closest(provider, known)
+      const fixed = guess === undefined || (guess === 'builtin' && !model.endsWith('/echo')) ? undefined : guess + model.slice(provider.length)
+      bag.error('MODEL_INVALID', `model "${model}" names provider "${provider}", which is neither declared under providers nor one hookgate knows`, loaded.locate(path),
+        fixed ? `did you mean "${fixed}"?` : `declared: ${[...known].join(', ')}`)
       return
     }
     used.set(provider, found)
@@ -114,13 +122,13 @@ export function resolveChannels(config: HooksConfig, loaded: LoadedConfig, bag: 
       if (c[key] !== undefined && !rule.uses.includes(key)) bag.warning('CHANNEL_FIELD_IGNORED', `${key} has no effect on a ${c.type} channel`, loaded.locate([...at, key], 'key'))
     }
     const url = c.url === undefined ? null : channelUrl(c, [...at, 'url'], loaded, bag)
-    if (c.apiBaseUrl !== undefined) refuseUrlCredentials(c.apiBaseUrl, 'apiBaseUrl', [...at, 'apiBaseUrl'], loaded, bag)
+    if (c.apiBaseUrl !== undefined) refuseUrlCredentials(c.apiBaseUrl, 'apiBaseUrl', [...at, 'apiBaseUrl'], loaded, bag, 'the bot token belongs in botToken: ${TELEGRAM_BOT_TOKEN}, not in the base URL')
     out.push({
       id: c.id,
       type: c.type,
       url,
-      secret: c.secret === undefined ? null : resolveSecret(c.secret, [...at, 'secret'], loaded, bag) ?? null,
-      botToken: c.botToken === undefined ? null : resolveSecret(c.botToken, [...at, 'botToken'], loaded, bag) ?? null,
+      secret: c.secret === undefined ? null : resolveSecret(c.secret, [...at, 'secret'], loaded, bag, 'WEBHOOK_SECRET') ?? null,
+      botToken: c.botToken === undefined ? null : resolveSecret(c.botToken, [...at, 'botToken'], loaded, bag, 'TELEGRAM_BOT_TOKEN') ?? null,
       chatId: c.chatId ?? null,
       apiBaseUrl: (c.apiBaseUrl ?? 'https://api.telegram.org').replace(/\/+$/, ''),
       path: c.path ?? null,
@@ -136,20 +144,37 @@ export function resolveChannels(config: HooksConfig, loaded: LoadedConfig, bag: 
  * webhook URL may be written in the file, unless it carries a credential of its own.
  */
 function channelUrl(c: ChannelConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | null {
-  if (typeof c.url !== 'string' || c.url.includes('${')) return resolveSecret(c.url!, path, loaded, bag) ?? null
+  if (typeof c.url !== 'string' || c.url.includes('${')) return resolveSecret(c.url!, path, loaded, bag, webhookUrlVariable(undefined, c.type)) ?? null
+  const variable = webhookUrlVariable(c.url, c.type)
   if (c.type !== 'webhook') {
-    bag.error('SECRET_LITERAL', `the ${c.type} webhook URL is a credential written in the file`, loaded.locate(path), `write url: \${${c.type.toUpperCase()}_WEBHOOK_URL} (or { file: path })`)
+    const service = webhookService(c.url)
+    const mismatch = service !== undefined && service !== c.type ? `; the address is a ${service === 'slack' ? 'Slack' : 'Discord'} webhook, so the channel wants type: ${service}` : ''
+    bag.error('SECRET_LITERAL', `the ${c.type} webhook URL is a credential written in the file`, loaded.locate(path), `write url: \${${variable}} (or { file: path })${mismatch}`)
     return null
   }
-  if (refuseUrlCredentials(c.url, 'url', path, loaded, bag)) return null
+  if (refuseUrlCredentials(c.url, 'url', path, loaded, bag, `write url: \${${variable}} (or { file: path }) and keep the whole URL out of the file`)) return null
   return { kind: 'value', value: c.url }
+}
+
+/** Whose webhook address a URL is, by its host: the kind of secret it is, whatever the channel type says. */
+function webhookService(url: string): 'slack' | 'discord' | undefined {
+  if (SLACK_WEBHOOK_URL.test(url)) return 'slack'
+  if (DISCORD_WEBHOOK_URL.test(url)) return 'discord'
+  return undefined
+}
+
+/** The variable a hint names for a channel's URL: a Discord address is a DISCORD_WEBHOOK_URL even on a slack channel. */
+function webhookUrlVariable(url: string | undefined, type: ChannelType): string {
+  const service = (url !== undefined ? webhookService(url) : undefined) ?? (type === 'slack' || type === 'discord' ? type : undefined)
+  return service ? `${service.toUpperCase()}_WEBHOOK_URL` : 'WEBHOOK_URL'
 }
 
 /** Query parameter names that carry a credential (api_key, access_token, sig, client_secret, …). */
 const CREDENTIAL_PARAM = /key|token|secret|sig|pass|pwd|auth|credential|hmac|session/i
 
 /** Hosts whose webhook URLs are bearer credentials, whatever the channel type says. */
-const SECRET_WEBHOOK_URL = /^https?:\/\/(?:hooks\.slack\.com\/|(?:[a-z]+\.)?discord(?:app)?\.com\/api\/webhooks\/)/i
+const SLACK_WEBHOOK_URL = /^https?:\/\/hooks\.slack\.com\//i
+const DISCORD_WEBHOOK_URL = /^https?:\/\/(?:[a-z]+\.)?discord(?:app)?\.com\/api\/webhooks\//i
 
 /** What in a URL written in the file is a credential, or undefined. */
 export function urlCredentials(text: string): string | undefined {
@@ -163,26 +188,22 @@ export function urlCredentials(text: string): string | undefined {
   for (const name of u.searchParams.keys()) {
     if (CREDENTIAL_PARAM.test(name)) return `the query parameter "${name}"`
   }
-  if (SECRET_WEBHOOK_URL.test(text)) return 'a Slack or Discord webhook address, which is itself the credential'
+  if (webhookService(text)) return 'a Slack or Discord webhook address, which is itself the credential'
   return undefined
 }
 
-const URL_CREDENTIAL_HINTS = {
-  url: 'write url: ${WEBHOOK_URL} (or { file: path }) and keep the whole URL out of the file',
-  apiBaseUrl: 'the bot token belongs in botToken: ${TELEGRAM_BOT_TOKEN}, not in the base URL',
-  baseUrl: 'the key belongs in apiKey: ${PROVIDER_API_KEY}, not in the base URL',
-} as const
-
-/** Reports a URL that carries a credential in the file; true when it did. */
-function refuseUrlCredentials(text: string, key: keyof typeof URL_CREDENTIAL_HINTS, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): boolean {
+/** Reports a URL that carries a credential in the file; true when it did. `hint` says where the credential belongs. */
+function refuseUrlCredentials(text: string, key: 'url' | 'apiBaseUrl' | 'baseUrl', path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag, hint: string): boolean {
   const found = urlCredentials(text)
   if (found === undefined) return false
-  bag.error('URL_CREDENTIALS', `${key} carries ${found}: written in the file it would enter the repo and the bundle`, loaded.locate(path), URL_CREDENTIAL_HINTS[key])
+  bag.error('URL_CREDENTIALS', `${key} carries ${found}: written in the file it would enter the repo and the bundle`, loaded.locate(path), hint)
   return true
 }
 
 /** A route's model must be one its agent can run, and thinking needs a provider with a reasoning setting. */
-export function checkRouteModel(route: ResolvedRoute, agents: ResolvedAgent[], defaultAgentId: string, loaded: LoadedConfig, bag: DiagnosticBag): void {
+export function checkRouteModel(route: ResolvedRoute, agents: ResolvedAgent[], defaultAgentId: string, loaded: LoadedConfig, bag: DiagnosticBag, leftOut: LeftOut): void {
+  // The route's agent may be one validate left out: its models are not known.
+  if (leftOut.any('agents') && !agents.some((a) => a.id === route.agentId)) return
   const agent = agents.find((a) => a.id === (route.agentId ?? defaultAgentId)) ?? agents.find((a) => a.id === defaultAgentId)
   if (!agent) return
   if (route.model && route.definitionKind === 'hook' && ![agent.model, ...agent.fallbackModels].includes(route.model)) {

@@ -8,6 +8,7 @@ import { closest, type DiagnosticBag, type Location } from './diagnostics.js'
 import type { ExpandedConfig, RouteSpec } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import type { HooksConfig, SecretRefConfig, TokenRefConfig, WorkflowConfig } from './schema.js'
+import { LeftOut } from './validate.js'
 
 import type { BundleChannel, BundleConfig, BundleProvider, SecretSpec } from '../runtime/bundle-format.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
@@ -79,17 +80,18 @@ const SEGMENT = /^[A-Za-z0-9._~:@!$&'()*+,;=-]+$/
 const ENV_REF = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/
 const TRANSFORM_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs']
 
-export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loaded: LoadedConfig, bag: DiagnosticBag): ResolvedConfig {
+/** `leftOut`: the parts validate left out of `config`; references into them are not reported. */
+export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loaded: LoadedConfig, bag: DiagnosticBag, leftOut = new LeftOut(undefined, [])): ResolvedConfig {
   const at = (path: PathSegment[], prefer: 'key' | 'value' = 'value') => loaded.locate(path, prefer)
   const hooks = config.hooks
   const enabled = hooks.enabled ?? false
   // Said at compile time: otherwise the first sign is a server refusing every hook.
-  if (hooks.enabled === false) bag.warning('HOOKS_DISABLED', 'hooks.enabled is false: the server will answer 404 hooks_disabled on every hook path', at(['hooks', 'enabled']), 'write enabled: true to accept webhooks')
+  if (hooks.enabled === false) bag.warning('HOOKS_DISABLED', 'hooks.enabled is false: the server will answer 404 hooks_disabled on every hook path', at(['hooks', 'enabled']), 'to accept webhooks, write enabled: true')
 
   // token
   let token: SecretSpec | undefined
   if (hooks.token === undefined) {
-    if (enabled) bag.error('TOKEN_REQUIRED', 'hooks.token is required when hooks.enabled is true', at(['hooks', 'enabled']), 'write token: ${HOOKGATE_TOKEN} (or { file: path }, or { generate: true })')
+    if (enabled && !leftOut.has(['hooks', 'token'])) bag.error('TOKEN_REQUIRED', 'hooks.token is required when hooks.enabled is true', at(['hooks', 'enabled']), 'write token: ${HOOKGATE_TOKEN} (or { file: path }, or { generate: true })')
   } else {
     token = resolveToken(hooks.token, ['hooks', 'token'], loaded, bag)
   }
@@ -105,15 +107,15 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
   // agents, the providers their models name, the channels replies go to
   const channels = resolveChannels(config, loaded, bag)
   const channelIds = new Set(channels.map((c) => c.id))
-  const agents = resolveAgents(config, expanded, loaded, bag, channelIds)
-  const providers = resolveProviders(config, agents, loaded, bag)
+  const agents = resolveAgents(config, expanded, loaded, bag, channelIds, leftOut)
+  const providers = resolveProviders(config, agents, loaded, bag, leftOut)
   const defaultAgentId = agents.find((a) => a.default)?.id ?? agents[0]!.id
   const agentIds = new Set(agents.map((a) => a.id))
   const allowed = hooks.allowedAgentIds === undefined || hooks.allowedAgentIds.includes('*') ? null : hooks.allowedAgentIds
 
   // workflows
   const workflows = config.workflows ?? []
-  checkWorkflows(workflows, agentIds, loaded, bag)
+  checkWorkflows(workflows, agentIds, loaded, bag, leftOut)
   const workflowIds = new Set(workflows.map((w) => w.id))
 
   // transforms directory
@@ -161,7 +163,8 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     if (route.agentId !== undefined && spec.definitionKind === 'hook') {
       const agentAt = at([...spec.configPath, 'agentId'])
       if (!agentIds.has(route.agentId)) {
-        bag.error('AGENT_UNKNOWN', `agentId "${route.agentId}" names no agent declared under agents`, agentAt, hintFrom(route.agentId, agentIds))
+        // Only an agent the allowlist lets through would compile here.
+        if (!leftOut.mayDeclare('agents', route.agentId)) bag.error('AGENT_UNKNOWN', `agentId "${route.agentId}" names no agent declared under agents`, agentAt, hintFrom(route.agentId, agentIds, (id) => allowed === null || allowed.includes(id)))
       } else if (allowed !== null && !allowed.includes(route.agentId)) {
         bag.error('AGENT_NOT_ALLOWED', `agentId "${route.agentId}" is not in hooks.allowedAgentIds, so every request to this mapping would be refused`, agentAt)
       }
@@ -171,7 +174,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
       const wfAt = at([...spec.configPath, 'workflow'])
       if (route.workflow === undefined) {
         bag.error('WORKFLOW_MISSING', `mapping "${route.id}" has action workflow but no workflow target`, location, 'add workflow: <id of a workflow under workflows>')
-      } else if (!workflowIds.has(route.workflow)) {
+      } else if (!workflowIds.has(route.workflow) && !leftOut.mayDeclare('workflows', route.workflow)) {
         bag.error('WORKFLOW_UNKNOWN', `workflow "${route.workflow}" is not declared under workflows`, wfAt, hintFrom(route.workflow, workflowIds))
       }
     }
@@ -180,7 +183,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     if (route.transform) {
       if (!transformsDir) {
         // A transformsDir that was set but refused has its own error already.
-        if (hooks.transformsDir === undefined) bag.error('TRANSFORMS_DIR_REQUIRED', `mapping "${route.id}" has a transform but hooks.transformsDir is not set`, at(route.transform.path))
+        if (hooks.transformsDir === undefined && !leftOut.has(['hooks', 'transformsDir'])) bag.error('TRANSFORMS_DIR_REQUIRED', `mapping "${route.id}" has a transform but hooks.transformsDir is not set`, at(route.transform.path))
       } else {
         const file = resolveTransformModule(route.transform.module, transformsDir, route.transform.path, loaded, bag)
         if (file) route.transformFile = file
@@ -192,14 +195,14 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
         bag.error('TRANSFORM_ENV_SECRET', `transform of mapping "${route.id}" lists ${tokenEnv}, the variable that holds hooks.token`, at([...spec.configPath, 'transform', 'env', leaked]), 'a transform never needs the hook token: remove it from transform.env')
       }
     }
-    checkRouteModel(route, agents, defaultAgentId, loaded, bag)
-    if (route.channel !== 'last' && !channelIds.has(route.channel)) {
+    checkRouteModel(route, agents, defaultAgentId, loaded, bag, leftOut)
+    if (route.channel !== 'last' && !channelIds.has(route.channel) && !leftOut.mayDeclare('channels', route.channel)) {
       bag.error('CHANNEL_UNKNOWN', `channel "${route.channel}" is not declared under channels`, at([...spec.configPath, 'channel']), hintFrom(route.channel, channelIds) ?? 'declare it under channels, or use channel: last')
     }
     routes.push(route)
   }
 
-  const tasks = resolveTasks(config, loaded, bag, workflowIds)
+  const tasks = resolveTasks(config, loaded, bag, workflowIds, leftOut)
 
   const s = config.server ?? {}
   const server: ServerSettings = {
@@ -225,7 +228,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
   if (hooks.gmail) {
     const { pushToken, ...rest } = hooks.gmail
     gmail = { ...rest }
-    if (pushToken !== undefined) gmail.pushToken = resolveSecret(pushToken, ['hooks', 'gmail', 'pushToken'], loaded, bag)
+    if (pushToken !== undefined) gmail.pushToken = resolveSecret(pushToken, ['hooks', 'gmail', 'pushToken'], loaded, bag, 'GMAIL_PUSH_TOKEN')
   }
 
   const resolved: ResolvedConfig = {
@@ -263,7 +266,8 @@ function resolveToken(ref: TokenRefConfig, path: PathSegment[], loaded: LoadedCo
   return resolveSecret(ref, path, loaded, bag)
 }
 
-export function resolveSecret(ref: SecretRefConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | undefined {
+/** `variable`: the environment variable the hint names for this secret (by default one named after its key). */
+export function resolveSecret(ref: SecretRefConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag, variable = envNameOf(String(path[path.length - 1]))): SecretSpec | undefined {
   if (typeof ref === 'object') {
     if ('env' in ref) return { kind: 'env', name: ref.env }
     return { kind: 'file', path: ref.file }
@@ -274,8 +278,14 @@ export function resolveSecret(ref: SecretRefConfig, path: PathSegment[], loaded:
     bag.error('SECRET_REF_INVALID', `"${ref}" is not a secret reference: write \${NAME} with letters, digits and _ only, and nothing around it`, loaded.locate(path))
     return undefined
   }
-  bag.error('SECRET_LITERAL', `${path.join('.')} must be a reference, not the secret itself`, loaded.locate(path), 'write ${ENV_NAME} or { file: path }')
+  bag.error('SECRET_LITERAL', `${path.join('.')} must be a reference, not the secret itself`, loaded.locate(path), `write ${String(path[path.length - 1])}: \${${variable}} (or { file: path })`)
   return undefined
+}
+
+/** `pushToken` → `PUSH_TOKEN`, `ops-box` → `OPS_BOX`: an environment variable name for a hint. */
+export function envNameOf(words: string): string {
+  const name = words.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '').toUpperCase()
+  return /^[A-Z_]/.test(name) ? name : `_${name}`
 }
 
 /** '/hooks/' → '/hooks'; '/' and paths with '?', '#', '..' or spaces are errors. */
@@ -311,7 +321,7 @@ export function parseDurationSeconds(text: string): number | null {
   return Number(m[1]) * unit
 }
 
-function checkWorkflows(workflows: WorkflowConfig[], agentIds: Set<string>, loaded: LoadedConfig, bag: DiagnosticBag): void {
+function checkWorkflows(workflows: WorkflowConfig[], agentIds: Set<string>, loaded: LoadedConfig, bag: DiagnosticBag, leftOut: LeftOut): void {
   const ids = new Set<string>()
   workflows.forEach((wf, w) => {
     if (ids.has(wf.id)) bag.error('WORKFLOW_DUPLICATE_ID', `workflow id "${wf.id}" is declared twice`, loaded.locate(['workflows', w, 'id']))
@@ -320,13 +330,15 @@ function checkWorkflows(workflows: WorkflowConfig[], agentIds: Set<string>, load
     wf.steps.forEach((step, s) => {
       if (steps.has(step.id)) bag.error('WORKFLOW_DUPLICATE_ID', `step id "${step.id}" is used twice in workflow "${wf.id}"`, loaded.locate(['workflows', w, 'steps', s, 'id']))
       steps.set(step.id, s)
-      if (step.agentId !== undefined && !agentIds.has(step.agentId)) {
+      if (step.agentId !== undefined && !agentIds.has(step.agentId) && !leftOut.mayDeclare('agents', step.agentId)) {
         bag.error('AGENT_UNKNOWN', `agentId "${step.agentId}" names no agent declared under agents`, loaded.locate(['workflows', w, 'steps', s, 'agentId']), hintFrom(step.agentId, agentIds))
       }
     })
     wf.steps.forEach((step, s) => {
+      // A step may need neither itself nor one that already needs it (that would be a cycle).
+      const needable = (id: string) => !needsStep(wf, id, step.id)
       ;(step.needs ?? []).forEach((need, n) => {
-        if (!steps.has(need)) bag.error('WORKFLOW_STEP_UNKNOWN', `step "${step.id}" needs "${need}", which is not a step of workflow "${wf.id}"`, loaded.locate(['workflows', w, 'steps', s, 'needs', n]), hintFrom(need, new Set(steps.keys())))
+        if (!steps.has(need)) bag.error('WORKFLOW_STEP_UNKNOWN', `step "${step.id}" needs "${need}", which is not a step of workflow "${wf.id}"`, loaded.locate(['workflows', w, 'steps', s, 'needs', n]), hintFrom(need, new Set(steps.keys()), needable))
       })
     })
     const cycle = findCycle(wf)
@@ -335,6 +347,21 @@ function checkWorkflows(workflows: WorkflowConfig[], agentIds: Set<string>, load
       bag.error('WORKFLOW_CYCLE', `workflow "${wf.id}" has a dependency cycle: ${cycle.join(' → ')}`, loaded.locate(['workflows', w, 'steps', first, 'needs']))
     }
   })
+}
+
+/** True when step `from` is `target` or needs it, directly or through other steps. */
+function needsStep(wf: WorkflowConfig, from: string, target: string): boolean {
+  const needs = new Map(wf.steps.map((s) => [s.id, s.needs ?? []]))
+  const seen = new Set<string>()
+  const stack = [from]
+  while (stack.length > 0) {
+    const id = stack.pop()!
+    if (id === target) return true
+    if (seen.has(id)) continue
+    seen.add(id)
+    stack.push(...(needs.get(id) ?? []))
+  }
+  return false
 }
 
 /** Depth-first search over `needs`; returns the cycle as step ids (first repeated at the end). */
@@ -438,7 +465,7 @@ function isAddressOrCidr(text: string): boolean {
   return n >= 0 && n <= (isV4 ? 32 : 128)
 }
 
-function resolveTasks(config: HooksConfig, loaded: LoadedConfig, bag: DiagnosticBag, workflowIds: Set<string>): ResolvedTask[] {
+function resolveTasks(config: HooksConfig, loaded: LoadedConfig, bag: DiagnosticBag, workflowIds: Set<string>, leftOut: LeftOut): ResolvedTask[] {
   const tasks: ResolvedTask[] = []
   ;(config.agents ?? []).forEach((agent, a) => {
     ;(agent.tasks ?? []).forEach((t, i) => {
@@ -447,7 +474,7 @@ function resolveTasks(config: HooksConfig, loaded: LoadedConfig, bag: Diagnostic
       if (problem) bag.error('CRON_INVALID', `schedule "${t.schedule}": ${problem}`, loaded.locate([...at, 'schedule']), 'five fields: minute hour day-of-month month day-of-week, e.g. "*/15 * * * *"')
       if (t.target === 'workflow') {
         if (t.workflow === undefined) bag.error('WORKFLOW_MISSING', `task "${t.name}" has target workflow but no workflow`, loaded.locate(at))
-        else if (!workflowIds.has(t.workflow)) bag.error('WORKFLOW_UNKNOWN', `workflow "${t.workflow}" is not declared under workflows`, loaded.locate([...at, 'workflow']), hintFrom(t.workflow, workflowIds))
+        else if (!workflowIds.has(t.workflow) && !leftOut.mayDeclare('workflows', t.workflow)) bag.error('WORKFLOW_UNKNOWN', `workflow "${t.workflow}" is not declared under workflows`, loaded.locate([...at, 'workflow']), hintFrom(t.workflow, workflowIds))
       }
       const task: ResolvedTask = { id: `task:${agent.id}:${i + 1}`, agentId: agent.id, name: t.name, schedule: t.schedule, target: t.target, notify: t.notify ?? 'done' }
       if (t.workflow !== undefined) task.workflow = t.workflow
@@ -489,8 +516,9 @@ function warnIgnoredFields(route: ResolvedRoute, loaded: LoadedConfig, bag: Diag
   }
 }
 
-export function hintFrom(word: string, options: Set<string>): string | undefined {
-  const guess = closest(word, options)
+/** "Did you mean" one of the options that `fits` where the word stands, else the list of all of them. */
+export function hintFrom(word: string, options: Set<string>, fits: (option: string) => boolean = () => true): string | undefined {
+  const guess = closest(word, [...options].filter(fits))
   if (guess !== undefined) return `did you mean "${guess}"?`
   return options.size > 0 ? `declared: ${[...options].join(', ')}` : undefined
 }

@@ -5,6 +5,7 @@
 // Security: template text reaches the generated code only as JSON.stringify'd string literals
 // (literal text and property keys, with U+2028/U+2029 escaped as well) or as decimal integer
 // literals (array indexes). Nothing the user writes is ever pasted into the code raw.
+import { editDistance } from './diagnostics.js'
 
 export type TemplateErrorCode = 'TEMPLATE_SYNTAX' | 'TEMPLATE_UNKNOWN_ROOT' | 'TEMPLATE_FORBIDDEN_KEY'
 
@@ -201,37 +202,36 @@ function parseTag(text: string, start: number): TagParse {
   return fail(p, `unexpected ${excerpt(text.slice(p, close === -1 ? n : close))} in template tag`)
 }
 
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution)
-    }
-    previous = current
-  }
-  return previous[b.length]!
+/** Whether a root takes the tag's steps: payload any, headers and query none or one name, path and now none. */
+function takesSteps(root: KnownRoot, segments: readonly Segment[]): boolean {
+  if (root === 'payload' || root === 'body') return true
+  if (root === 'headers' || root === 'query') return segments.length === 0 || (segments.length === 1 && typeof segments[0]!.key === 'string')
+  return segments.length === 0
 }
 
+/**
+ * A hint suggests only tags that compile where the unknown one stands: a root near the one written
+ * that takes the same steps (so `{{foo.bar}}` never becomes `{{now.bar}}`), else reading it as a payload field.
+ */
 function unknownRootHint(tag: Tag): string {
+  const steps = tag.expression.slice(tag.root.length)
+  const compiles = (t: string) => compileTemplate(t).ok
   const lower = tag.root.toLowerCase()
-  let best: KnownRoot | undefined
+  let best: string | undefined
   let bestDistance = 3 // suggest only within an edit distance of 2
   for (const known of KNOWN_ROOTS) {
     const distance = editDistance(lower, known)
-    if (distance < bestDistance) {
-      best = known
+    if (distance < bestDistance && takesSteps(known, tag.segments) && compiles(`{{${known}${steps}}}`)) {
+      best = `{{${known}${steps}}}`
       bestDistance = distance
     }
   }
   const asPayloadField = `{{payload.${tag.expression}}}`
-  if (best !== undefined) {
-    const corrected = `{{${best}${tag.expression.slice(tag.root.length)}}}`
-    if (best === 'payload' || best === 'body') return `did you mean ${corrected}?`
-    return `did you mean ${corrected}? (to read a payload field, write ${asPayloadField})`
-  }
-  return `did you mean ${asPayloadField}? template variables start with payload, body, headers, query, path or now`
+  const roots = 'template variables start with payload, body, headers, query, path or now'
+  if (!compiles(asPayloadField)) return best !== undefined ? `did you mean ${best}?` : roots
+  if (best === undefined) return `did you mean ${asPayloadField}? ${roots}`
+  if (best.startsWith('{{payload') || best.startsWith('{{body')) return `did you mean ${best}?`
+  return `did you mean ${best}? (to read a payload field, write ${asPayloadField})`
 }
 
 /** Checks a parsed tag's root and keys; reports every problem it finds. */
