@@ -1,12 +1,14 @@
 // The thin CLI over the compiler library: `hookgate compile` and `hookgate schema`.
 // Machine output on stdout, human text on stderr, silent `--check` on success.
 import { parseArgs } from 'node:util'
-import { relative } from 'node:path'
+import { join, relative } from 'node:path'
 import { compileFile } from './index.js'
 import { ExitCode, formatGithub, formatJson, formatText, type Diagnostic } from './diagnostics.js'
 import { jsonSchemaDocument } from './schema.js'
+import { COMPILER_VERSION } from './emit.js'
+import { STANDALONE_FILE, writeStandalone } from './standalone.js'
 
-export const COMPILE_USAGE = `usage: hookgate compile [hooks.yaml] [--out dist] [--check] [--format text|json|github] [--max-errors N]`
+export const COMPILE_USAGE = `usage: hookgate compile [hooks.yaml] [--out dist] [--check] [--format text|json|github] [--max-errors N] [--standalone]`
 
 export async function main(command: string, argv: string[]): Promise<number> {
   if (command === 'schema') {
@@ -27,6 +29,7 @@ async function compileCommand(argv: string[]): Promise<number> {
         check: { type: 'boolean', default: false },
         format: { type: 'string', default: 'text' },
         'max-errors': { type: 'string', default: '100' },
+        standalone: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     })
@@ -61,6 +64,19 @@ async function compileCommand(argv: string[]): Promise<number> {
   if (!values.check && format === 'text' && outcome.result && outcome.bundlePath) {
     const kib = (Buffer.byteLength(outcome.result.code) / 1024).toFixed(1)
     process.stderr.write(`compiled ${outcome.result.manifest.routes.length} routes into ${relative(process.cwd(), outcome.bundlePath) || outcome.bundlePath} (${kib} KiB) in ${Date.now() - started} ms\n`)
+  }
+  if (values.standalone && !values.check) {
+    let files
+    try {
+      files = await writeStandalone(values.out!, COMPILER_VERSION)
+    } catch (err) {
+      process.stderr.write(`hookgate compile: cannot write the standalone runtime: ${(err as Error).message}\n`)
+      return ExitCode.usageOrInternal
+    }
+    if (format === 'text') {
+      const list = files.map((f) => `${relative(process.cwd(), f.file) || f.file} (${(f.bytes / 1024).toFixed(1)} KiB)`).join(', ')
+      process.stderr.write(`wrote the standalone runtime: ${list}; run it with node ${join(values.out!, STANDALONE_FILE)}\n`)
+    }
   }
   return ExitCode.ok
 }
