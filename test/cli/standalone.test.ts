@@ -2,7 +2,7 @@
 // nothing else. dist/ is copied into an empty folder with no node_modules anywhere above it and
 // served by `node dist/hookgate-serve.mjs` over real HTTP: a wake, an agent turn, and a mapping
 // whose transform runs in the worker file written beside the runtime.
-import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -73,6 +73,17 @@ emitted('writes the runtime and its transform worker beside the bundle, and says
   const names = readdirSync(dist)
   for (const name of [STANDALONE_FILE, `${WORKER_MODULE}.mjs`, 'hookgate.bundle.mjs', 'manifest.json']) assert.ok(names.includes(name), `${name} missing from ${names.join(', ')}`)
   assert.match(run.stderr, `wrote the standalone runtime: dist/${STANDALONE_FILE}`)
+})
+
+emitted('bundles the runtime and undici only: no compiler module or compile-time package, under 2 MiB', async () => {
+  const { dist } = await hostWithDist()
+  const text = readFileSync(join(dist, STANDALONE_FILE), 'utf8')
+  // esbuild heads each module it bundles with a comment naming its path
+  const modules = [...text.matchAll(/^\/\/ (\S+\.[cm]?js)$/gm)].map((m) => m[1]!)
+  assert.ok(modules.some((m) => m.includes('node_modules/undici/')), 'undici is bundled')
+  assert.ok(modules.some((m) => m.endsWith('runtime/service.js')), 'the runtime is bundled')
+  assert.equal(modules.filter((m) => /node_modules\/(yaml|typebox|esbuild)\/|(^|\/)compiler\//.test(m)), [])
+  assert.ok(statSync(join(dist, STANDALONE_FILE)).size < 2 * 1024 * 1024, `${statSync(join(dist, STANDALONE_FILE)).size} bytes`)
 })
 
 emitted('with --check writes nothing', async () => {
