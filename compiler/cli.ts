@@ -1,6 +1,6 @@
 // The thin CLI over the compiler library: `hookgate compile` and `hookgate schema`.
 // Machine output on stdout, human text on stderr, silent `--check` on success.
-import { relative } from 'node:path'
+import { join, relative } from 'node:path'
 import { compileFile } from './index.js'
 import { ExitCode, capErrors, formatGithub, formatJson, formatText, tooManyErrors, type Diagnostic } from './diagnostics.js'
 import { jsonSchemaDocument } from './schema.js'
@@ -8,6 +8,8 @@ import { getCommand, readCommandArgs, usageLine } from '../runtime/commands.js'
 
 /** The usage line, generated from the command table like every other command's. */
 export const COMPILE_USAGE = usageLine(getCommand('compile'))
+import { COMPILER_VERSION } from './emit.js'
+import { STANDALONE_FILE, writeStandalone } from './standalone.js'
 
 export async function main(command: string, argv: string[]): Promise<number> {
   if (command === 'schema') {
@@ -24,11 +26,6 @@ async function compileCommand(argv: string[]): Promise<number> {
   if (parsed.kind !== 'ok') return parsed.exit!
   const { positionals } = parsed
   const values = parsed.values as { out: string; check?: boolean; format: string; 'max-errors': string; standalone?: boolean }
-  // In the table already so the help is complete; its implementation lands separately.
-  if (values.standalone) {
-    process.stderr.write('hookgate compile: --standalone is not available in this build yet\n')
-    return ExitCode.usageOrInternal
-  }
   const format = values.format
   const maxErrors = Number(values['max-errors'])
   if (format !== 'text' && format !== 'json' && format !== 'github') {
@@ -51,6 +48,19 @@ async function compileCommand(argv: string[]): Promise<number> {
   if (!values.check && format === 'text' && outcome.result && outcome.bundlePath) {
     const kib = (Buffer.byteLength(outcome.result.code) / 1024).toFixed(1)
     process.stderr.write(`compiled ${outcome.result.manifest.routes.length} routes into ${relative(process.cwd(), outcome.bundlePath) || outcome.bundlePath} (${kib} KiB) in ${Date.now() - started} ms\n`)
+  }
+  if (values.standalone && !values.check) {
+    let files
+    try {
+      files = await writeStandalone(values.out!, COMPILER_VERSION)
+    } catch (err) {
+      process.stderr.write(`hookgate compile: cannot write the standalone runtime: ${(err as Error).message}\n`)
+      return ExitCode.usageOrInternal
+    }
+    if (format === 'text') {
+      const list = files.map((f) => `${relative(process.cwd(), f.file) || f.file} (${(f.bytes / 1024).toFixed(1)} KiB)`).join(', ')
+      process.stderr.write(`wrote the standalone runtime: ${list}; run it with node ${join(values.out!, STANDALONE_FILE)}\n`)
+    }
   }
   return ExitCode.ok
 }

@@ -15,6 +15,15 @@ export const MANIFEST_FILE = 'manifest.json'
 export const TRANSFORMS_FILE = /^hookgate\.transforms\.[0-9a-f]{16}\.mjs$/
 
 /**
+ * The runtime as one file beside the bundle (`hookgate compile --standalone`), and the transform
+ * worker's module name without its extension: `runtime/transforms/hookgate-worker.js` in the
+ * package, `hookgate-worker.mjs` beside the standalone runtime. The pool starts the worker that sits
+ * beside its own module under this name, so both layouts find theirs the same way.
+ */
+export const STANDALONE_FILE = 'hookgate-serve.mjs'
+export const WORKER_MODULE = 'hookgate-worker'
+
+/**
  * The bundle's first line names its inputs hash, so a reload can tell an unchanged bundle by
  * reading a few hundred bytes, without importing it (Node never frees an imported module).
  */

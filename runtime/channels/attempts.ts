@@ -3,7 +3,8 @@
 // a 429/503 asked for in Retry-After), and one DeliveryError at the end whose message says what the
 // receiver answered without quoting a credential.
 import { setTimeout as delay } from 'node:timers/promises'
-import { request, type Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
+import { loadUndici } from '../undici.js'
 
 export const BACKOFF_BASE_MS = 500
 export const BACKOFF_CAP_MS = 30_000
@@ -88,6 +89,8 @@ export async function post(
   body: string,
   opts: { dispatcher?: Dispatcher; timeoutMs: number; signal?: AbortSignal },
 ): Promise<HttpAnswer> {
+  // before the deadline starts: the first call's loading of undici is no part of the attempt
+  const { request } = await loadUndici()
   if (opts.signal?.aborted) throw new NoAnswer('cancelled', 'ABORTED')
   const controller = new AbortController()
   let timedOut = false

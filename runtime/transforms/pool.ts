@@ -5,10 +5,10 @@
 // takes its place. One call per worker at a time, and every event of a worker concerns only the
 // call that worker was running: a worker that died or was terminated never touches another call.
 import { realpathSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { dirname, extname, join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Worker, type MessagePort } from 'node:worker_threads'
-import type { BundleRoute, TransformInput } from '../bundle-format.js'
+import { WORKER_MODULE, type BundleRoute, type TransformInput } from '../bundle-format.js'
 import type { LoadedBundle } from '../bundle.js'
 
 export class TransformTimeout extends Error {}
@@ -21,7 +21,11 @@ export class TransformFailed extends Error {
 /** How long a worker may take to import its transform module (its top-level code) before it is given up. */
 export const DEFAULT_START_DEADLINE_MS = 10_000
 
-const WORKER_URL = new URL('./worker.js', import.meta.url)
+/**
+ * The worker module sits beside this one with the same extension: build/runtime/transforms/ in the
+ * package (.js), or beside dist/hookgate-serve.mjs when the runtime was bundled into it (.mjs).
+ */
+const WORKER_URL = new URL(`./${WORKER_MODULE}${extname(fileURLToPath(import.meta.url))}`, import.meta.url)
 
 interface WorkerSpec {
   transformsUrl: string

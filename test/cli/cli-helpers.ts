@@ -40,10 +40,15 @@ async function slot<T>(work: () => Promise<T>): Promise<T> {
  * started early and awaited later by the tests that need them.
  */
 export function hookgate(args: readonly string[], options: CliOptions): Promise<CliResult> {
+  return runNode([hookgateBin, ...args], options)
+}
+
+/** Runs `node ...args` (e.g. a standalone runtime in dist/) the same way as `hookgate`. */
+export function runNode(args: readonly string[], options: CliOptions & { env?: NodeJS.ProcessEnv }): Promise<CliResult> {
   return slot(() => new Promise<CliResult>((resolve) => {
-    const child = spawn(process.execPath, [hookgateBin, ...args], {
+    const child = spawn(process.execPath, args, {
       cwd: options.cwd,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      env: { ...(options.env ?? process.env), NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let stdout = ''

@@ -187,11 +187,45 @@ runtime('import no package other than undici besides node: built-ins', () => {
   assert.equal([...packages].filter((p) => !ALLOWED_PACKAGES.has(p)), [], 'bare imports other than undici (write node built-ins as node:…)')
 })
 
+/** Where a source text loads undici's code: every reference to it except type-only ones. */
+function undiciValueImports(source: string, fileName: string): string[] {
+  const sf = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+  const typeOnly = (node: ts.Node): boolean => {
+    if (ts.isImportDeclaration(node)) {
+      const clause = node.importClause
+      if (!clause) return false
+      if (clause.isTypeOnly) return true
+      const named = clause.namedBindings
+      return clause.name === undefined && named !== undefined && ts.isNamedImports(named) && named.elements.every((e) => e.isTypeOnly)
+    }
+    if (ts.isExportDeclaration(node)) return node.isTypeOnly
+    return ts.isImportTypeNode(node)
+  }
+  const found: string[] = []
+  const visit = (node: ts.Node): void => {
+    const spec = ts.isImportDeclaration(node) || ts.isExportDeclaration(node) ? node.moduleSpecifier
+      : ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword ? node.arguments[0]
+      : ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) ? node.argument.literal
+      : undefined
+    if (spec && ts.isStringLiteralLike(spec) && packageOf(spec.text) === 'undici' && !typeOnly(node)) {
+      found.push(`${fileName}:${ts.isCallExpression(node) ? 'dynamic import' : 'import'}`)
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(sf)
+  return found
+}
+
+runtime('load undici only through undici.ts, when something first calls out (a static import would load it at every start)', () => {
+  const found = files.flatMap((f) => undiciValueImports(readFileSync(f, 'utf8'), relative(runtimeDir, f)))
+  assert.equal(found, ['undici.ts:dynamic import'])
+})
+
 runtime('compute a module specifier only where the bundle file itself is imported', () => {
   // a computed import('…') could load anything at run time; the ones expected load the bundle:
   // bundle.ts on the main thread and the transform worker in its thread
   const computed = files.flatMap((f) => findImports(readFileSync(f, 'utf8'), f).filter((imp) => imp.specifier === null).map((imp) => `${relative(runtimeDir, f)}:${imp.kind}`))
-  assert.equal(computed.sort(), ['bundle.ts:dynamic import', 'transforms/worker.ts:dynamic import'])
+  assert.equal(computed.sort(), ['bundle.ts:dynamic import', 'transforms/hookgate-worker.ts:dynamic import'])
 })
 
 scanner.run()

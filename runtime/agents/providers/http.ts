@@ -4,7 +4,8 @@
 // 429/503 asked for in Retry-After); at most 4 MiB of any answer read; and one ModelError at the
 // end whose message says what happened in words, never with the API key in it.
 import { setTimeout as sleep } from 'node:timers/promises'
-import { request, type Dispatcher } from 'undici'
+import type { Dispatcher } from 'undici'
+import { loadUndici } from '../../undici.js'
 import { ModelError } from './model-error.js'
 
 export const BACKOFF_BASE_MS = 250
@@ -127,6 +128,9 @@ async function readLimited(body: Dispatcher.ResponseData['body']): Promise<{ raw
 
 /** One POST: its own deadline, cancelled at once by the turn's signal; never throws. */
 async function attemptOnce(post: JsonPost, payload: string): Promise<Attempt> {
+  // before the deadline starts: the first call's loading of undici is no part of the attempt
+  const { request } = await loadUndici()
+  if (post.signal.aborted) return { kind: 'aborted' }
   const controller = new AbortController()
   let timedOut = false
   const timer = setTimeout(() => { timedOut = true; controller.abort() }, post.timeoutMs)

@@ -322,10 +322,15 @@ export interface ServeProcess {
 }
 
 /** Spawns `hookgate serve --bundle <outDir> --port 0 --state <stateDir>` and waits for its listening line. */
-export async function spawnServe(bundle: string, stateDir: string, extra: string[] = []): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [hookgateBin, 'serve', '--bundle', bundle, '--port', '0', '--host', '127.0.0.1', '--state', stateDir, ...extra], {
-    cwd: dirname(stateDir),
-    env: { ...process.env, NO_COLOR: '1' },
+export function spawnServe(bundle: string, stateDir: string, extra: string[] = []): Promise<ServeProcess> {
+  return spawnServer([hookgateBin, 'serve', '--bundle', bundle, '--port', '0', '--host', '127.0.0.1', '--state', stateDir, ...extra], { cwd: dirname(stateDir) })
+}
+
+/** Spawns `node ...args` (a server that prints `hookgate listening on …`, e.g. a standalone runtime) and waits for its listening line. */
+export async function spawnServer(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<ServeProcess> {
+  const child = spawn(process.execPath, args, {
+    cwd: options.cwd,
+    env: { ...(options.env ?? process.env), NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const stdout: string[] = []

@@ -1,0 +1,148 @@
+// `hookgate compile --standalone` (issue 11, item 8): a production host needs Node and dist/,
+// nothing else. dist/ is copied into an empty folder with no node_modules anywhere above it and
+// served by `node dist/hookgate-serve.mjs` over real HTTP: a wake, an agent turn, and a mapping
+// whose transform runs in the worker file written beside the runtime.
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { suite } from 'uvu'
+import * as assert from 'uvu/assert'
+import { STANDALONE_FILE, WORKER_MODULE } from '../../runtime/bundle-format.js'
+import { tempDir } from '../helpers/paths.js'
+import { assertOk, post, setTestToken, spawnServer, type ServeProcess } from '../runtime/http/harness.js'
+import { describeRun, runNode, startIn, type CliResult } from './cli-helpers.js'
+
+const TOKEN = setTestToken()
+const WAKE_KEYS = ['ok', 'action', 'runId', 'mode']
+const AGENT_KEYS = ['ok', 'action', 'runId', 'correlationId', 'sessionKey']
+
+const CONFIG = `hooks:
+  enabled: true
+  token: "\${HOOKGATE_TEST_TOKEN}"
+  transformsDir: transforms
+  mappings:
+    - id: shout
+      match: { path: shout }
+      action: agent
+      messageTemplate: "said {{payload.text}}"
+      transform: { module: shout.ts }
+agents:
+  - id: main
+    model: builtin/echo
+`
+// null (→ 204) comes only from the transform: an answer of 204 proves the worker ran it
+const SHOUT = `export default function (input: { payload: { text?: string; skip?: boolean } }) {
+  if (input.payload.skip) return null
+  return { message: String(input.payload.text ?? '').toUpperCase() }
+}
+`
+
+/** Every folder from `dir` up to the root that holds a node_modules. */
+function nodeModulesAbove(dir: string): string[] {
+  const found: string[] = []
+  for (let d = dir; ; d = dirname(d)) {
+    if (existsSync(join(d, 'node_modules'))) found.push(join(d, 'node_modules'))
+    if (dirname(d) === d) return found
+  }
+}
+
+/** The environment of the host: no NODE_PATH or NODE_OPTIONS that could reach the checkout's packages. */
+function hostEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env }
+  delete env.NODE_PATH
+  delete env.NODE_OPTIONS
+  return env
+}
+
+const compiled = startIn({ 'hooks.yaml': CONFIG, 'transforms/shout.ts': SHOUT }, ['compile', 'hooks.yaml', '--out', 'dist', '--standalone'])
+
+/** dist/ of the standalone compile, copied into a fresh folder under the temp root. */
+async function hostWithDist(): Promise<{ host: string; dist: string; run: CliResult }> {
+  const run = await compiled.result
+  assert.is(run.code, 0, describeRun(run))
+  const host = tempDir('hookgate-host-')
+  const dist = join(host, 'dist')
+  cpSync(join(compiled.dir, 'dist'), dist, { recursive: true })
+  return { host, dist, run }
+}
+
+// ---------------------------------------------------------------------------------------------
+const emitted = suite('hookgate compile --standalone')
+
+emitted('writes the runtime and its transform worker beside the bundle, and says so', async () => {
+  const { dist, run } = await hostWithDist()
+  const names = readdirSync(dist)
+  for (const name of [STANDALONE_FILE, `${WORKER_MODULE}.mjs`, 'hookgate.bundle.mjs', 'manifest.json']) assert.ok(names.includes(name), `${name} missing from ${names.join(', ')}`)
+  assert.match(run.stderr, `wrote the standalone runtime: dist/${STANDALONE_FILE}`)
+})
+
+emitted('bundles the runtime and undici only: no compiler module or compile-time package, under 2 MiB', async () => {
+  const { dist } = await hostWithDist()
+  const text = readFileSync(join(dist, STANDALONE_FILE), 'utf8')
+  // esbuild heads each module it bundles with a comment naming its path
+  const modules = [...text.matchAll(/^\/\/ (\S+\.[cm]?js)$/gm)].map((m) => m[1]!)
+  assert.ok(modules.some((m) => m.includes('node_modules/undici/')), 'undici is bundled')
+  assert.ok(modules.some((m) => m.endsWith('runtime/service.js')), 'the runtime is bundled')
+  assert.equal(modules.filter((m) => /node_modules\/(yaml|typebox|esbuild)\/|(^|\/)compiler\//.test(m)), [])
+  assert.ok(statSync(join(dist, STANDALONE_FILE)).size < 2 * 1024 * 1024, `${statSync(join(dist, STANDALONE_FILE)).size} bytes`)
+})
+
+emitted('with --check writes nothing', async () => {
+  const run = await startIn({ 'hooks.yaml': CONFIG, 'transforms/shout.ts': SHOUT }, ['compile', 'hooks.yaml', '--out', 'dist', '--check', '--standalone'])
+  const result = await run.result
+  assert.is(result.code, 0, describeRun(result))
+  assert.not.ok(existsSync(join(run.dir, 'dist')))
+})
+
+// ---------------------------------------------------------------------------------------------
+const host = suite<{ server: ServeProcess; host: string; dist: string }>('node dist/hookgate-serve.mjs with no node_modules anywhere above it')
+
+host.before(async (ctx) => {
+  const { host: dir, dist } = await hostWithDist()
+  assert.equal(nodeModulesAbove(dir), [], 'the host folder must have no node_modules above it')
+  ctx.host = dir
+  ctx.dist = dist
+  // started from another folder and without --bundle: the bundle is the runtime's own folder
+  const elsewhere = join(dir, 'elsewhere')
+  mkdirSync(elsewhere)
+  ctx.server = await spawnServer([join(dist, STANDALONE_FILE), '--port', '0', '--host', '127.0.0.1', '--state', join(dir, 'state')], { cwd: elsewhere, env: hostEnv() })
+})
+host.after(async ({ server }) => {
+  if (server.child.exitCode === null) server.kill()
+})
+
+host('answers a wake with 200', async ({ server }) => {
+  assertOk(await post(server.origin, '/hooks/wake', TOKEN, { text: 'standalone wake' }), 200, WAKE_KEYS)
+})
+
+host('answers an agent turn with 202', async ({ server }) => {
+  assertOk(await post(server.origin, '/hooks/agent', TOKEN, { message: 'standalone agent' }), 202, AGENT_KEYS)
+})
+
+host('runs a mapping\'s transform in the worker written beside it', async ({ server }) => {
+  assertOk(await post(server.origin, '/hooks/shout', TOKEN, { text: 'hello' }), 202, AGENT_KEYS)
+  const skipped = await post(server.origin, '/hooks/shout', TOKEN, { skip: true })
+  assert.is(skipped.status, 204, `the transform's null should answer 204: ${JSON.stringify(skipped)}`)
+})
+
+host('drains on SIGTERM and exits 0', async ({ server }) => {
+  server.child.kill('SIGTERM')
+  assert.is(await server.exited, 0, server.stderr())
+  assert.is(server.stderr(), '')
+})
+
+host('dry-runs a mapping with try (its transform in the worker) and lists the runs it served', async ({ host: dir, dist }) => {
+  writeFileSync(join(dir, 'payload.json'), '{"text":"dry run"}')
+  const tried = await runNode([join(dist, STANDALONE_FILE), 'try', 'shout', '--payload', 'payload.json'], { cwd: dir, env: hostEnv() })
+  assert.is(tried.code, 0, describeRun(tried))
+  const shown = JSON.parse(tried.stdout) as { status: number; action: { message: string } }
+  assert.is(shown.status, 202)
+  assert.match(shown.action.message, 'DRY RUN')
+  const runs = await runNode([join(dist, STANDALONE_FILE), 'runs', '--state', 'state', '--json'], { cwd: dir, env: hostEnv() })
+  assert.is(runs.code, 0, describeRun(runs))
+  const rows = JSON.parse(runs.stdout) as Array<{ action: string; status: string }>
+  assert.equal(rows.map((r) => r.action).sort(), ['agent', 'agent', 'agent', 'wake'])
+  assert.is(rows.filter((r) => r.status === 'skipped').length, 1, 'the transform\'s null is recorded as skipped')
+})
+
+emitted.run()
+host.run()
