@@ -98,6 +98,22 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
   },
   {
+    name: 'rejects',
+    args: '',
+    summary: 'show refused requests and why (status, reason code, client, path), newest first',
+    side: 'runtime',
+    flags: [
+      { name: 'state', value: 'DIR', description: 'the state directory to read (default: .hookgate)' },
+      { name: 'json', description: 'print the records as a JSON array on stdout' },
+      { name: 'limit', value: 'N', default: '50', description: 'show at most the newest N records' },
+      { name: 'since', value: 'DURATION', description: 'only records seen within this long, e.g. 90s, 15m, 2h, 7d' },
+    ],
+    notes: [
+      'identical refusals (same client, path, status and code) within one minute are one record with a count;',
+      'the count of the current minute is written when the minute closes or the server stops',
+    ],
+  },
+  {
     name: 'import openclaw',
     args: 'FILE',
     summary: 'convert an OpenClaw hooks config (JSON5) into a hooks.yaml',

@@ -5,18 +5,19 @@ import { randomBytes } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { basename, dirname, resolve } from 'node:path'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { loadBundle, bundleFileOf, readBundleHash, type LoadedBundle } from './bundle.js'
 import { resolveToken } from './secrets.js'
 import { Engine, type EngineWiring } from './agents/engine.js'
 import { createModelRegistry } from './agents/models.js'
 import { createChannels } from './channels/index.js'
-import { AddressMatcher, AuthLimiter, TokenCheck } from './http/auth.js'
+import { AddressMatcher, AuthLimiter, resolveClientAddress, TokenCheck } from './http/auth.js'
 import { createHandler, type RequestLog, type Serving } from './http/server.js'
 import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
 import { isoNow } from './clock.js'
 import { acquireStateLock } from './store/state-lock.js'
+import { RejectLog } from './store/rejects.js'
 import { countReload, installMetricHooks, metricsRenderer } from './service-metrics.js'
 
 export interface ServeOptions {
@@ -78,6 +79,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
   let opened: Engine | undefined
   let limiter: AuthLimiter
   let idempotency: IdempotencyIndex
+  let rejects: RejectLog | undefined
   const host = options.host ?? first.config.server.host
   const port = options.port ?? first.config.server.port
   try {
@@ -100,15 +102,18 @@ export async function startService(options: ServeOptions): Promise<Service> {
     idempotency.load(opened.runs.list())
     // After the keys are loaded, keep only the recent history in memory.
     opened.runs.trim()
+    rejects = RejectLog.open(stateDir, { warn: (error) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'rejected-request log', error })) })
   } catch (err) {
     await new Promise<void>((ok) => server.close(() => ok()))
     await firstServing?.pool?.close()
     await opened?.close().catch(() => {})
+    await rejects?.close()
     lock.release()
     throw err
   }
   let serving = firstServing
   const engine = opened
+  const refusals = rejects!
   const startedAt = Date.now()
   const handler = createHandler({
     current: () => serving,
@@ -117,6 +122,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     idempotency,
     startedAt,
     logBodies: options.logBodies === true,
+    rejects: refusals,
     log: (entry: RequestLog) => write(requestLine(entry)),
     degraded: () => {
       const reasons: string[] = []
@@ -138,7 +144,10 @@ export async function startService(options: ServeOptions): Promise<Service> {
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return socket.destroy()
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    const body = JSON.stringify({ ok: false, error: status === 431 ? 'the request headers are too large' : status === 408 ? 'the request did not arrive in time' : 'the request is not valid HTTP', code: status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request' })
+    const code = status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request'
+    // No request was parsed: no path, method or headers, and the peer is the address (no X-Forwarded-For to read).
+    refusals.note(resolveClientAddress((socket as Socket).remoteAddress, undefined, serving.trusted), '', status, code, '', undefined, undefined)
+    const body = JSON.stringify({ ok: false, error: status === 431 ? 'the request headers are too large' : status === 408 ? 'the request did not arrive in time' : 'the request is not valid HTTP', code })
     socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
   })
   // Transform workers start once the server is up (a request that needs one waits for it).
@@ -255,6 +264,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       const drained = await engine.drain(grace)
       if (!drained) info('grace period over; unfinished runs resume at the next start')
       await engine.close()
+      await refusals.close()
       lock.release()
       out?.flush()
     })()

@@ -16,6 +16,7 @@ import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { parseBody, readBody } from './body.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
+import type { RefusalRecorder } from '../store/rejects.js'
 import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../service-metrics.js'
 
 /** Everything a request needs, swapped as one object on reload. */
@@ -53,6 +54,8 @@ export interface HandlerDeps {
   degraded?(): string[]
   /** the text GET /metrics answers with; without it /metrics is not served */
   metrics?: () => string
+  /** the rejected-request log: every 4xx refusal is noted (aggregated there, written off the request path) */
+  rejects?: RefusalRecorder
 }
 
 /** Bytes of an unread body drained after a refusal to keep the connection; above it, close. */
@@ -94,6 +97,8 @@ export function createHandler(given: HandlerDeps) {
       // does that) so the connection stays open; an unknown or large one closes it instead.
       if (!req.complete && !(Number(req.headers['content-length']) <= DRAIN_LIMIT)) res.setHeader('connection', 'close')
       if (!res.headersSent) sendError(res, e)
+      // A refusal of the sender (4xx), not our own failure: the rejected-request log keeps why.
+      if (e.status < 500) deps.rejects?.note(client, path, e.status, e.code, req.method ?? '?', req.headers, notes.body)
       done(e.status, e.code)
     }
     handleRequest(req, res, serving, deps, client, path, q < 0 ? '' : rawUrl.slice(q + 1), notes)

@@ -98,12 +98,12 @@ export function summarise(rows: readonly RunRow[]): string {
 }
 
 /** Run names and errors can come from webhook payloads: never let them drive the terminal. */
-function printable(text: string): string {
+export function printable(text: string): string {
   // eslint-disable-next-line no-control-regex
   return String(text).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, ' ')
 }
 
-function clipCell(text: string, max: number): string {
+export function clipCell(text: string, max: number): string {
   const chars = Array.from(text)
   return chars.length <= max ? text : chars.slice(0, max - 1).join('') + '…'
 }
