@@ -157,6 +157,23 @@ bounds('an oversized segment left from before is rotated at open', async () => {
   assert.is(statSync(join(dir, REJECTS_OLDER_FILE)).size, 5001)
 })
 
+bounds('a write that fails is counted and reported once, never thrown to the caller', async () => {
+  const dir = scratchDir('rejects-')
+  const warnings: string[] = []
+  const log = openLog(dir, clock(), { warn: (m) => warnings.push(m) })
+  // the disk refuses every write from here on
+  ;(log as unknown as { journal: { append(): Promise<void> } }).journal.append = () => Promise.reject(Object.assign(new Error('i/o error'), { code: 'EIO' }))
+  for (let i = 0; i < 3; i++) {
+    unauthorized(log, '203.0.113.7', `/hooks/n${i}`)
+    await log.flush()
+  }
+  assert.is(log.stats.writeErrors, 3)
+  assert.is(log.stats.dropped, 3)
+  assert.is(warnings.length, 1)
+  assert.match(warnings[0]!, 'i/o error')
+  await log.close()
+})
+
 bounds.run()
 
 // ---------------------------------------------------------------------------------------------
