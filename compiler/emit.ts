@@ -282,6 +282,7 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
       timeoutSeconds: route.timeoutSeconds ?? null,
       workflow: route.workflow ?? null,
       maxBodyBytes: route.maxBodyBytes ?? null,
+      signature: route.verifiedBy ?? null,
       allowUnsafeExternalContent: route.allowUnsafeExternalContent,
       notify: route.notify ?? null,
     }

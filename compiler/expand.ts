@@ -1,7 +1,7 @@
 // Phase 3, expand: turns the validated config into one flat, ordered list of route specs
 // (user mappings first, then Trigger definitions, then presets, so a user mapping on the same path
 // shadows a preset), and fills every default, so later phases never ask "was this set?".
-import type { AgentConfig, HooksConfig, MappingConfig } from './schema.js'
+import type { AgentConfig, HooksConfig, MappingConfig, SignatureConfig } from './schema.js'
 import { presets } from './presets/index.js'
 import type { DiagnosticBag } from './diagnostics.js'
 import type { LoadedConfig, PathSegment } from './load.js'
@@ -38,6 +38,8 @@ export interface RouteSpec {
   allowUnsafeExternalContent: boolean
   transform?: { module: string; exportName: string; timeoutMs: number; env: string[]; path: PathSegment[] }
   notify?: 'silent' | 'done' | 'state'
+  /** the signature block as written, and where */
+  signature?: { value: SignatureConfig; path: PathSegment[] }
 }
 
 export interface ExpandedConfig {
@@ -131,6 +133,7 @@ function fromMapping(m: MappingConfig, at: PathSegment[], fallbackId: string): R
   if (m.timeoutSeconds !== undefined) spec.timeoutSeconds = m.timeoutSeconds
   if (m.workflow !== undefined) spec.workflow = m.workflow
   if (m.maxBodyBytes !== undefined) spec.maxBodyBytes = m.maxBodyBytes
+  if (m.signature !== undefined) spec.signature = { value: m.signature, path: [...at, 'signature'] }
   if (m.transform) {
     spec.transform = {
       module: m.transform.module,

@@ -10,7 +10,8 @@ import type { LoadedConfig, PathSegment } from './load.js'
 import type { HooksConfig, SecretRefConfig, TokenRefConfig, WorkflowConfig } from './schema.js'
 import { LeftOut } from './validate.js'
 
-import type { BundleChannel, BundleConfig, BundleProvider, SecretSpec } from '../runtime/bundle-format.js'
+import type { BundleChannel, BundleConfig, BundleProvider, BundleSignature, SecretSpec } from '../runtime/bundle-format.js'
+import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
 export type { SecretSpec }
 
@@ -20,6 +21,8 @@ export interface ResolvedRoute extends RouteSpec {
   location: Location
   /** absolute real path of the transform module */
   transformFile?: string
+  /** the checked signature block: the route authenticates by it instead of the hook token */
+  verifiedBy?: BundleSignature
 }
 
 export type ResolvedAgent = BundleConfig['agents'][number]
@@ -150,7 +153,13 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     // A mapping with a match.when lets some requests through to the next one: neither a twin nor a catch-all.
     const identical = route.when ? undefined : earlier.find((e) => e.matchSource === route.matchSource && !e.when)
     const catchAll = earlier.find((e) => e.matchSource === undefined && !e.when)
-    if (identical && route.preset) {
+    // The route is found before auth by its path alone: a signed path cannot be shared, or a
+    // request could pick which of two credentials (the signature or the token) it is held to.
+    const signedPeer = route.signature ? earlier[0] : earlier.find((e) => e.signature)
+    if (signedPeer) {
+      const [signed, other] = route.signature ? [route, signedPeer] : [signedPeer, route]
+      bag.error('SIGNATURE_PATH_SHARED', `mapping "${signed.id}" verifies a sender signature, so no other mapping may match its path "${name}", but ${other.preset ? `the ${other.preset} preset's mapping` : `mapping "${other.id}"`} (line ${other === route ? location.line : other.location.line}) does`, at(matchPathAt), 'give the signed mapping a path of its own')
+    } else if (identical && route.preset) {
       bag.warning('PRESET_SHADOWED', `the ${route.preset} preset's mapping on "${name}" is shadowed by mapping "${identical.id}" (line ${identical.location.line})`, location)
     } else if (identical) {
       bag.error('DUPLICATE_MATCH', `mapping "${route.id}" matches the same path "${name}"${route.matchSource ? ` and source "${route.matchSource}"` : ''} as mapping "${identical.id}" (line ${identical.location.line})`, at(matchPathAt))
@@ -159,6 +168,10 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     }
     earlier.push(route)
     byName.set(name, earlier)
+    if (route.signature) {
+      const verifiedBy = resolveSignature(route.signature.value, route.signature.path, route.id, loaded, bag)
+      if (verifiedBy) route.verifiedBy = verifiedBy
+    }
 
     if (route.agentId !== undefined && spec.definitionKind === 'hook') {
       const agentAt = at([...spec.configPath, 'agentId'])

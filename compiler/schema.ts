@@ -45,6 +45,25 @@ export const TransformSchema = Type.Object({
   env: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'an environment variable name: letters, digits and _, not starting with a digit' }), { uniqueItems: true, maxItems: 64, description: 'environment variables the transform may read from process.env; it sees no other (default none)' })),
 }, closed)
 
+const HeaderName = Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$", description: 'an HTTP header name' })
+
+/**
+ * The sender's signature over the raw body, instead of the hook token. Which keys a scheme uses and
+ * the roots of signedString are checked by compiler/signatures.ts, each mistake with its own code.
+ */
+export const SignatureSchema = Type.Object({
+  scheme: Type.Enum(['standard-webhooks', 'github', 'stripe', 'slack', 'hmac'], { description: 'standard-webhooks (webhook-id/-timestamp/-signature, v1 HMAC and v1a Ed25519), github (X-Hub-Signature-256), stripe (Stripe-Signature), slack (X-Slack-Signature), or hmac (generic: header, algorithm, encoding, prefix, timestampHeader, signedString)' }),
+  secret: Type.Union([SecretRef, Type.Array(SecretRef, { minItems: 1, maxItems: 8 })], { description: 'the signing secret as a reference (${ENV}, { env }, { file }), or a list of them while rotating: any may match. standard-webhooks: whsec_<base64> (HMAC) or whpk_<base64> (Ed25519 public key)' }),
+  toleranceSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400, description: 'how far a signed timestamp may be from now, either way; default 300 (schemes with a timestamp only)' })),
+  answerPing: Type.Optional(Type.Boolean({ description: 'github only: answer the ping event 200 {"ok":true,"ping":true} without a run; default true' })),
+  header: Type.Optional(HeaderName),
+  algorithm: Type.Optional(Type.Enum(['sha1', 'sha256', 'sha512'], { description: 'hmac only: default sha256' })),
+  encoding: Type.Optional(Type.Enum(['hex', 'base64'], { description: 'hmac only: how the signature header writes the digest, default hex' })),
+  prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'hmac only: text before the digest in the header, e.g. sha256=' })),
+  timestampHeader: Type.Optional(HeaderName),
+  signedString: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'hmac only: what is signed, over {{timestamp}} and {{body}}; default {{body}}' })),
+}, { ...closed, description: 'verify the sender\'s signature over the raw body; a signed mapping needs no hook token and must be alone on its path' })
+
 export const MappingSchema = Type.Object({
   id: Type.Optional(Id),
   match: Type.Object({
@@ -70,6 +89,7 @@ export const MappingSchema = Type.Object({
   // hookgate's own keys beside OpenClaw's
   workflow: Type.Optional(Id),
   maxBodyBytes: Type.Optional(BodyBytes),
+  signature: Type.Optional(SignatureSchema),
 }, { ...closed, description: 'a mapped path: /hooks/<match.path> → wake, agent or workflow' })
 
 export const GmailSchema = Type.Object({
@@ -208,6 +228,7 @@ export const ConfigSchema = Type.Object({
 
 export type HooksConfig = Static<typeof ConfigSchema>
 export type MappingConfig = Static<typeof MappingSchema>
+export type SignatureConfig = Static<typeof SignatureSchema>
 export type AgentConfig = Static<typeof AgentSchema>
 export type TriggerConfig = Static<typeof TriggerSchema>
 export type WorkflowConfig = Static<typeof WorkflowSchema>

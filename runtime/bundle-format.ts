@@ -2,7 +2,7 @@
 // bundle exports. The compiler imports this file; this file imports nothing.
 
 /** Bump when a runtime of the previous version could not serve the new bundle correctly. */
-export const FORMAT_VERSION = 3
+export const FORMAT_VERSION = 4
 export const BUNDLE_FILE = 'hookgate.bundle.mjs'
 export const MANIFEST_FILE = 'manifest.json'
 
@@ -71,6 +71,32 @@ export type SecretSpec =
   | { kind: 'digest'; sha256: string }
   /** a value that is not secret (a plain webhook URL), kept as written */
   | { kind: 'value'; value: string }
+
+export type SignatureScheme = 'standard-webhooks' | 'github' | 'stripe' | 'slack' | 'hmac'
+
+/** A piece of a generic `hmac` signed string: literal text, or the timestamp header's value, or the raw body. */
+export type SignedStringPart = { text: string } | { value: 'timestamp' | 'body' }
+
+/** A mapping's `signature` block: the sender signs the raw body; the hook token is not asked for. */
+export interface BundleSignature {
+  scheme: SignatureScheme
+  /** any may match (rotation); resolved at start, never in the bundle */
+  secrets: SecretSpec[]
+  /** how far (seconds, either way) a signed timestamp may be from now; null when the scheme signs none */
+  toleranceSeconds: number | null
+  /** github: answer the ping event 200 without a run */
+  answerPing: boolean
+  /** the generic scheme's settings; null for the named ones */
+  hmac: {
+    /** lower-case header names */
+    header: string
+    algorithm: 'sha1' | 'sha256' | 'sha512'
+    encoding: 'hex' | 'base64'
+    prefix: string
+    timestampHeader: string | null
+    signedString: SignedStringPart[]
+  } | null
+}
 
 export interface BundleProvider {
   id: string
@@ -180,6 +206,8 @@ export interface BundleRoute {
   render: Partial<Record<'text' | 'message' | 'name' | 'sessionKey' | 'to', RenderFn>>
   /** `match.when`: the route is chosen only when `test` holds; null when the mapping has none */
   when: { test: ConditionFn; leaves: ConditionLeaf[]; tree: ConditionNode } | null
+  /** set: the sender's signature authenticates this route instead of the hook token */
+  signature: BundleSignature | null
   /** data only: the code is in `file` (beside the bundle), which only transform workers import */
   transform: { exportName: string; module: string; timeoutMs: number; file: string; env: string[] } | null
 }

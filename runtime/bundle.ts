@@ -15,6 +15,8 @@ export interface LoadedBundle {
   configDir: string
   /** name under the base path → the routes on that name, in match order */
   routeTable: ReadonlyMap<string, readonly BundleRoute[]>
+  /** true when some route authenticates by a sender signature: only then is the route found before auth */
+  signed: boolean
   workflows: ReadonlyMap<string, BundleWorkflow>
 }
 
@@ -80,7 +82,9 @@ export function checkBundle(mod: Partial<BundleModule>, file: string): LoadedBun
     throw new BundleLoadError(`bundle format ${manifest.formatVersion} (hookgate ${manifest.compilerVersion}) is older than this runtime needs (format ${FORMAT_VERSION}): recompile the bundle with this hookgate version`)
   }
   const table = new Map<string, BundleRoute[]>()
+  let signed = false
   for (const route of mod.routes) {
+    if (route.signature) signed = true
     const list = table.get(route.name) ?? []
     list.push(Object.freeze(route))
     table.set(route.name, list)
@@ -93,6 +97,7 @@ export function checkBundle(mod: Partial<BundleModule>, file: string): LoadedBun
     config: mod.config,
     configDir: resolve(dirname(file), mod.config.configDirFromBundle ?? '.'),
     routeTable: table,
+    signed,
     workflows,
   })
 }

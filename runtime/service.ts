@@ -15,6 +15,7 @@ import { AddressMatcher, AuthLimiter, resolveClientAddress, TokenCheck } from '.
 import { createHandler, type RequestLog, type Serving } from './http/server.js'
 import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
+import { prepareSignatures } from './http/signatures.js'
 import { isoNow } from './clock.js'
 import { acquireStateLock } from './store/state-lock.js'
 import { RejectLog } from './store/rejects.js'
@@ -320,7 +321,7 @@ function batchedStdout(): { write(line: string): void; flush(): void } {
 
 /**
  * Everything a bundle needs before it can serve, built once per load: secrets resolved (a missing
- * one is an error naming the reference), model providers and channels created, transform workers.
+ * one is an error naming the reference; signing secrets included), model providers and channels created, transform workers.
  */
 function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void, startDeadlineMs?: number): Serving & { pool: TransformPool | null; wiring: EngineWiring } {
   const wiring: EngineWiring = {
@@ -332,11 +333,13 @@ function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: st
     ? { digest: randomBytes(32), describe: 'none' }
     : resolveToken(bundle.config.token, bundle.configDir, stateDir)
   if (token.generated) onGenerated(token.generated, token.describe)
+  const signatures = bundle.signed ? prepareSignatures(bundle.routeTable.values(), bundle.configDir) : new Map()
   const pool = TransformPool.forBundle(bundle, startDeadlineMs !== undefined ? { startDeadlineMs } : {})
   return {
     bundle,
     token: new TokenCheck(token.digest),
     trusted: new AddressMatcher(bundle.config.server.trustedProxies),
+    signatures,
     transforms: pool && ((route, input) => pool.run(route, input)),
     pool,
     wiring,

@@ -15,6 +15,7 @@ import { isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { parseBody, readBody } from './body.js'
+import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 import type { RefusalRecorder } from '../store/rejects.js'
 import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../service-metrics.js'
@@ -26,6 +27,8 @@ export interface Serving {
   trusted: AddressMatcher
   /** runs transforms in worker threads; null when the bundle has none */
   transforms: TransformRunner | null
+  /** the signed routes' keys by route id, resolved at load (empty when no route is signed) */
+  signatures: ReadonlyMap<string, PreparedSignature>
 }
 
 export interface RequestLog {
@@ -132,11 +135,21 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   if (params.has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
   if (req.method !== 'POST') throw new HttpError(405, 'method_not_allowed', 'only POST is accepted here', { allow: 'POST' })
 
-  // Auth before a single body byte is read.
   const now = Date.now()
-  authenticate(req, serving, deps.limiter, client, now)
+  // A signed mapping authenticates by its signature over the body, so its route is found before
+  // auth; a bundle without one keeps the plain order (one boolean here, nothing more).
+  let name: string | undefined
+  let signature: PreparedSignature | undefined
+  if (bundle.signed) {
+    name = decodeName(path.slice(base.length + 1))
+    const only = bundle.routeTable.get(name)?.[0]
+    if (only?.signature) signature = serving.signatures.get(only.id)
+  }
+  // Auth before a single body byte is read (a signed route: no body byte from a locked-out client).
+  if (signature === undefined) authenticate(req, serving, deps.limiter, client, now)
+  else refuseWhileLockedOut(deps.limiter, client, now)
 
-  const name = decodeName(path.slice(base.length + 1))
+  name ??= decodeName(path.slice(base.length + 1))
   const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)
   if (name === '' || (name !== 'wake' && name !== 'agent' && !routes)) throw new HttpError(404, 'no_mapping', name === '' ? 'name a hook: POST to a path under the base path' : `no mapping for ${base}/${name.slice(0, 200)}`)
   // A name several mappings share (by match.source) is labelled once the payload chose one.
@@ -147,13 +160,26 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   const limit = routes ? maxBodyBytes(routes, config.server.maxBodyBytes) : config.server.maxBodyBytes
   const body = await readBody(req, limit, config.server.bodyTimeoutMs)
   if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')
+  // The raw bytes as received, before any parsing.
+  const verdict = signature ? checkSignature(signature, req, body, deps.limiter, client, now) : undefined
   const payload = parseBody(body, req.headers['content-type'])
   const correlationId = correlationIdOf(req)
   const source = `hook ${base}/${name}`
 
-  // Idempotency-Key: a repeat gets the stored answer and starts nothing.
-  const key = req.headers['idempotency-key']
-  const idem = typeof key === 'string' ? await deps.idempotency.begin(key, name, body) : undefined
+  let key = req.headers['idempotency-key']
+  let fingerprintOf = body
+  if (signature && verdict) {
+    const handshake = answerHandshake(res, signature, req, payload)
+    if (handshake) return handshake
+    // A repeated delivery is answered as the original, whatever its body: the sender says it is the same.
+    const delivery = deliveryIdOf(signature.spec.scheme, verdict, payload)
+    if (delivery !== undefined) {
+      key = deliveryKey(routes![0]!.id, delivery)
+      fingerprintOf = EMPTY
+    }
+  }
+  // Idempotency-Key (or a signed delivery's id): a repeat gets the stored answer and starts nothing.
+  const idem = typeof key === 'string' ? await deps.idempotency.begin(key, name, fingerprintOf) : undefined
   if (idem?.kind === 'replay') {
     sendJson(res, idem.response.status, idem.response.body, { 'idempotent-replayed': 'true' })
     if (typeof idem.response.body.runId === 'string') setRunId(idem.response.body.runId)
@@ -293,6 +319,53 @@ function authenticate(req: IncomingMessage, serving: Serving, limiter: AuthLimit
   authMetrics.unauthorized.inc()
   throw new HttpError(401, 'unauthorized', 'a valid hook token is required (Authorization: Bearer <token> or x-hookgate-token)')
 }
+
+/** A signed route: a client locked out by earlier failures gets 429 before any body byte is read. */
+function refuseWhileLockedOut(limiter: AuthLimiter, client: string, now: number): void {
+  const locked = limiter.retryAfter(client, now)
+  if (locked === 0) return
+  authMetrics.lockedOut.inc()
+  throw new HttpError(429, 'too_many_auth_failures', `too many failed attempts from this address; try again in ${locked} s`, { 'retry-after': String(locked) })
+}
+
+/** The sender's signature over the raw body; a failure counts toward the same lock-out as a wrong token. */
+function checkSignature(signature: PreparedSignature, req: IncomingMessage, body: Buffer, limiter: AuthLimiter, client: string, now: number): { deliveryId: string | undefined } {
+  const verdict = verifySender(signature, req.headers, body, now)
+  if (verdict.ok) {
+    limiter.succeed(client)
+    return verdict
+  }
+  const locked = limiter.fail(client, now)
+  if (locked) {
+    authMetrics.lockoutStarted.inc()
+    authMetrics.lockedOut.inc()
+    throw new HttpError(429, 'too_many_auth_failures', `too many failed attempts from this address; try again in ${locked} s`, { 'retry-after': String(locked) })
+  }
+  authMetrics.unauthorized.inc()
+  throw new HttpError(401, 'signature_invalid', `the sender signature does not verify: ${verdict.reason}`)
+}
+
+/**
+ * Provider handshakes that start no run, answered once the signature checked: Slack's
+ * url_verification gets its challenge back as JSON, GitHub's ping gets 200 (unless answerPing is off).
+ */
+function answerHandshake(res: ServerResponse, signature: PreparedSignature, req: IncomingMessage, payload: unknown): number | undefined {
+  const scheme = signature.spec.scheme
+  if (scheme === 'slack') {
+    const challenge = slackChallenge(payload)
+    if (challenge === undefined) return undefined
+    if (challenge === '') throw new HttpError(400, 'invalid_challenge', 'a url_verification request needs a challenge string of at most 1024 characters')
+    sendJson(res, 200, { challenge })
+    return 200
+  }
+  if (scheme === 'github' && signature.spec.answerPing && req.headers['x-github-event'] === 'ping') {
+    sendJson(res, 200, { ok: true, ping: true })
+    return 200
+  }
+  return undefined
+}
+
+const EMPTY = Buffer.alloc(0)
 
 /**
  * GET /metrics: the Prometheus text format, behind the hook token (a scraper sends it as a

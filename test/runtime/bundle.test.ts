@@ -117,9 +117,14 @@ load('a bundle of a newer format says to upgrade hookgate on this host', async (
   assert.ok(e.message.includes('9.9.9'), 'the message names the hookgate that compiled it')
 })
 
-load('a bundle of format 4 (after match.when made format 3) says to upgrade hookgate on this host', async () => {
-  const e = await loadError(loadBundle(handMadeBundle(4)))
+load('a bundle of format 5 (after signatures made format 4) says to upgrade hookgate on this host', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(5)))
   assert.match(e.message, /upgrade hookgate on this host/)
+})
+
+load('a bundle of format 3 (before signature blocks) says to recompile', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(3)))
+  assert.match(e.message, /recompile/)
 })
 
 load('a bundle of format 1 (transforms inside the bundle) says to recompile', async () => {

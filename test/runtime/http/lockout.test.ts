@@ -202,7 +202,7 @@ held.before(async (ctx) => {
   const bundle = await loadBundle(project.outDir)
   ctx.limiter = new AuthLimiter(bundle.config.server.authFailures)
   ctx.engine = Engine.open(project.stateDir, bundle.config, bundle.workflows, { fsync: false })
-  const serving = { bundle, token: new TokenCheck(tokenDigest(TOKEN)), trusted: new AddressMatcher(bundle.config.server.trustedProxies), transforms: null }
+  const serving = { bundle, token: new TokenCheck(tokenDigest(TOKEN)), trusted: new AddressMatcher(bundle.config.server.trustedProxies), transforms: null, signatures: new Map() }
   ctx.server = createServer(createHandler({ current: () => serving, limiter: ctx.limiter, engine: ctx.engine, startedAt: Date.now(), log: () => {} }))
   await new Promise<void>((resolve) => ctx.server.listen(0, '127.0.0.1', resolve))
   ctx.origin = `http://127.0.0.1:${(ctx.server.address() as AddressInfo).port}`

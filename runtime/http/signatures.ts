@@ -1,0 +1,250 @@
+// Sender signatures: each scheme's check of the raw body as received, one function per scheme, all
+// of one shape (keys, settings, headers, body, now → the delivery id, or why it failed); the keys
+// resolved once per load (a whsec_/whpk_ value that does not decode fails the start, naming its
+// reference); and the delivery id a repeat is recognised by. Every comparison is timingSafeEqual on
+// equal-length buffers; a failure's reason names the part that failed, never a secret or an
+// expected value.
+import { createHmac, createPublicKey, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { BundleRoute, BundleSignature, SecretSpec, SignatureScheme } from '../bundle-format.js'
+import { resolveSecretValue, SecretError } from '../secrets.js'
+
+/** A signature block with its secrets resolved: HMAC keys as bytes, Ed25519 public keys (standard-webhooks v1a). */
+export interface PreparedSignature {
+  spec: BundleSignature
+  hmacKeys: Buffer[]
+  publicKeys: KeyObject[]
+}
+
+/** `deliveryId`: what a repeat of this delivery carries again (undefined: the scheme has none in its headers). */
+export type Verdict = { ok: true; deliveryId: string | undefined } | { ok: false; reason: string }
+
+type SchemeCheck = (keys: PreparedSignature, headers: IncomingHttpHeaders, body: Buffer, nowSeconds: number) => Verdict
+
+/** Signatures looked at in one header; a sender rotating keys sends two or three. */
+const MAX_SIGNATURES = 10
+const HEX = /^[0-9a-fA-F]+$/
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
+const SECONDS = /^\d{1,12}$/
+/** The SPKI DER prefix of an Ed25519 public key: with the raw 32 bytes after it, a key node:crypto reads. */
+const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex')
+
+/** Resolves every signed route's secrets; throws SecretError naming the reference when one is missing or malformed. */
+export function prepareSignatures(routes: Iterable<readonly BundleRoute[]>, configDir: string): ReadonlyMap<string, PreparedSignature> {
+  const out = new Map<string, PreparedSignature>()
+  for (const list of routes) {
+    for (const route of list) {
+      if (!route.signature) continue
+      const prepared: PreparedSignature = { spec: route.signature, hmacKeys: [], publicKeys: [] }
+      for (const spec of route.signature.secrets) addKey(prepared, route.signature.scheme, spec, resolveSecretValue(spec, configDir), `mapping "${route.id}"`)
+      out.set(route.id, prepared)
+    }
+  }
+  return out
+}
+
+function addKey(into: PreparedSignature, scheme: SignatureScheme, spec: SecretSpec, value: string, owner: string): void {
+  if (scheme !== 'standard-webhooks') {
+    into.hmacKeys.push(Buffer.from(value, 'utf8'))
+    return
+  }
+  const name = describeRef(spec)
+  const decode = (b64: string): Buffer => {
+    if (!BASE64.test(b64) || b64.length % 4 !== 0) throw new SecretError(`the signing secret ${name} of ${owner} is not valid base64 after its prefix`)
+    return Buffer.from(b64, 'base64')
+  }
+  if (value.startsWith('whsec_')) {
+    into.hmacKeys.push(decode(value.slice(6)))
+  } else if (value.startsWith('whpk_')) {
+    const raw = decode(value.slice(5))
+    if (raw.length !== 32) throw new SecretError(`the signing key ${name} of ${owner} is not a 32-byte Ed25519 public key`)
+    into.publicKeys.push(createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' }))
+  } else {
+    throw new SecretError(`the signing secret ${name} of ${owner} must start with whsec_ (an HMAC secret) or whpk_ (an Ed25519 public key)`)
+  }
+}
+
+function describeRef(spec: SecretSpec): string {
+  return spec.kind === 'env' ? `\${${spec.name}}` : spec.kind === 'file' ? `{ file: ${spec.path} }` : 'in hooks.yaml'
+}
+
+export function verifySender(prepared: PreparedSignature, headers: IncomingHttpHeaders, body: Buffer, nowMs: number): Verdict {
+  return SCHEMES[prepared.spec.scheme](prepared, headers, body, Math.floor(nowMs / 1000))
+}
+
+// ---- the schemes -------------------------------------------------------------------------------
+
+/** webhook-id, webhook-timestamp, webhook-signature: `v1,<base64 HMAC>` and `v1a,<base64 Ed25519>`, space-separated. */
+const standardWebhooks: SchemeCheck = (keys, headers, body, now) => {
+  const id = one(headers, 'webhook-id')
+  const ts = one(headers, 'webhook-timestamp')
+  const sig = one(headers, 'webhook-signature')
+  if (id === undefined || ts === undefined || sig === undefined) return missing(id === undefined ? 'webhook-id' : ts === undefined ? 'webhook-timestamp' : 'webhook-signature')
+  const stale = checkTimestamp(ts, 'webhook-timestamp', keys.spec, now)
+  if (stale) return stale
+  const signed = Buffer.concat([Buffer.from(`${id}.${ts}.`, 'utf8'), body])
+  const expected = keys.hmacKeys.map((k) => createHmac('sha256', k).update(signed).digest())
+  let parsed = 0
+  for (const entry of sig.split(' ').slice(0, MAX_SIGNATURES)) {
+    const comma = entry.indexOf(',')
+    if (comma < 0) continue
+    const version = entry.slice(0, comma)
+    const presented = decoded(entry.slice(comma + 1), 'base64')
+    if (!presented) continue
+    if (version === 'v1') {
+      parsed++
+      if (expected.some((e) => equal(e, presented))) return { ok: true, deliveryId: id }
+    } else if (version === 'v1a') {
+      parsed++
+      if (keys.publicKeys.some((k) => presented.length === 64 && verifySignature(null, signed, k, presented))) return { ok: true, deliveryId: id }
+    }
+  }
+  return parsed === 0 ? malformed('webhook-signature holds no v1,<base64> or v1a,<base64> signature') : noMatch()
+}
+
+/** X-Hub-Signature-256: sha256=<hex HMAC of the body>; no timestamp, X-GitHub-Delivery names the delivery. */
+const github: SchemeCheck = (keys, headers, body) => {
+  const sig = one(headers, 'x-hub-signature-256')
+  if (sig === undefined) return missing('x-hub-signature-256')
+  const presented = sig.startsWith('sha256=') ? decoded(sig.slice(7), 'hex') : undefined
+  if (!presented || presented.length !== 32) return malformed('x-hub-signature-256 is not sha256=<64 hex digits>')
+  if (!keys.hmacKeys.some((k) => equal(createHmac('sha256', k).update(body).digest(), presented))) return noMatch()
+  return { ok: true, deliveryId: one(headers, 'x-github-delivery') }
+}
+
+/** Stripe-Signature: t=<seconds>,v1=<hex>[,v1=<hex>…] over `${t}.${body}`; the event id is in the body. */
+const stripe: SchemeCheck = (keys, headers, body, now) => {
+  const header = one(headers, 'stripe-signature')
+  if (header === undefined) return missing('stripe-signature')
+  let ts: string | undefined
+  const presented: Buffer[] = []
+  for (const item of header.split(',').slice(0, MAX_SIGNATURES + 2)) {
+    const eq = item.indexOf('=')
+    const k = item.slice(0, eq).trim()
+    const v = item.slice(eq + 1).trim()
+    if (k === 't') ts = v
+    else if (k === 'v1') {
+      const d = decoded(v, 'hex')
+      if (d && d.length === 32) presented.push(d)
+    }
+  }
+  if (ts === undefined || presented.length === 0) return malformed('stripe-signature needs t=<seconds> and at least one v1=<64 hex digits>')
+  const stale = checkTimestamp(ts, 'the stripe-signature timestamp', keys.spec, now)
+  if (stale) return stale
+  const signed = Buffer.concat([Buffer.from(`${ts}.`, 'utf8'), body])
+  for (const k of keys.hmacKeys) {
+    const expected = createHmac('sha256', k).update(signed).digest()
+    if (presented.some((p) => equal(expected, p))) return { ok: true, deliveryId: undefined }
+  }
+  return noMatch()
+}
+
+/** X-Slack-Signature: v0=<hex> over `v0:${X-Slack-Request-Timestamp}:${body}` (form bodies as sent). */
+const slack: SchemeCheck = (keys, headers, body, now) => {
+  const ts = one(headers, 'x-slack-request-timestamp')
+  const sig = one(headers, 'x-slack-signature')
+  if (ts === undefined || sig === undefined) return missing(ts === undefined ? 'x-slack-request-timestamp' : 'x-slack-signature')
+  const presented = sig.startsWith('v0=') ? decoded(sig.slice(3), 'hex') : undefined
+  if (!presented || presented.length !== 32) return malformed('x-slack-signature is not v0=<64 hex digits>')
+  const stale = checkTimestamp(ts, 'x-slack-request-timestamp', keys.spec, now)
+  if (stale) return stale
+  const signed = Buffer.concat([Buffer.from(`v0:${ts}:`, 'utf8'), body])
+  if (!keys.hmacKeys.some((k) => equal(createHmac('sha256', k).update(signed).digest(), presented))) return noMatch()
+  // Without an event_id in the body (slash commands, interactions), the signature itself: only a
+  // byte-identical re-send of the same timestamp and body carries it again.
+  return { ok: true, deliveryId: `v0=${presented.toString('hex')}` }
+}
+
+/** The generic scheme: one header, a prefix, hex or base64 of an HMAC over the configured parts. */
+const hmac: SchemeCheck = (keys, headers, body, now) => {
+  const h = keys.spec.hmac!
+  const sig = one(headers, h.header)
+  if (sig === undefined) return missing(h.header)
+  let ts = ''
+  if (h.timestampHeader !== null) {
+    const given = one(headers, h.timestampHeader)
+    if (given === undefined) return missing(h.timestampHeader)
+    const stale = checkTimestamp(given, h.timestampHeader, keys.spec, now)
+    if (stale) return stale
+    ts = given
+  }
+  const presented = sig.startsWith(h.prefix) ? decoded(sig.slice(h.prefix.length), h.encoding) : undefined
+  const size = h.algorithm === 'sha1' ? 20 : h.algorithm === 'sha256' ? 32 : 64
+  if (!presented || presented.length !== size) return malformed(`${h.header} is not ${h.prefix}<${h.encoding} ${h.algorithm} digest>`)
+  const signed = Buffer.concat(h.signedString.map((p) => 'text' in p ? Buffer.from(p.text, 'utf8') : p.value === 'body' ? body : Buffer.from(ts, 'utf8')))
+  if (!keys.hmacKeys.some((k) => equal(createHmac(h.algorithm, k).update(signed).digest(), presented))) return noMatch()
+  return { ok: true, deliveryId: undefined }
+}
+
+const SCHEMES: Record<SignatureScheme, SchemeCheck> = { 'standard-webhooks': standardWebhooks, github, stripe, slack, hmac }
+
+// ---- delivery ids and handshakes ------------------------------------------------------------------
+
+/**
+ * What a repeat of this delivery carries again, once the body is parsed: the header id where the
+ * scheme has one, Stripe's event `id`, Slack's `event_id` (the same on every Events API retry),
+ * else for Slack the signature. Undefined: repeats cannot be told apart (the generic scheme).
+ */
+export function deliveryIdOf(scheme: SignatureScheme, verdict: { deliveryId: string | undefined }, payload: unknown): string | undefined {
+  if (scheme === 'stripe') return stringField(payload, 'id')
+  if (scheme === 'slack') return stringField(payload, 'event_id') ?? verdict.deliveryId
+  return verdict.deliveryId
+}
+
+/** The idempotency key a signed delivery is remembered by (kept within the key rules: visible ASCII, ≤ 255). */
+export function deliveryKey(routeId: string, deliveryId: string): string {
+  const key = `sig:${routeId}:${deliveryId}`
+  return key.length <= 255 && /^[\x21-\x7e]+$/.test(key) ? key : `sig:${routeId}:~${Buffer.from(deliveryId, 'utf8').toString('base64url').slice(0, 100)}:${deliveryId.length}`
+}
+
+/** Slack's url_verification: the challenge to echo, once the signature checked. */
+export function slackChallenge(payload: unknown): string | undefined {
+  if (stringField(payload, 'type') !== 'url_verification') return undefined
+  const c = stringField(payload, 'challenge')
+  return c !== undefined && c.length <= 1024 ? c : ''
+}
+
+// ---- helpers -------------------------------------------------------------------------------------
+
+function one(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name]
+  const s = Array.isArray(v) ? v[0] : v
+  return s === undefined || s === '' ? undefined : s
+}
+
+function stringField(payload: unknown, key: string): string | undefined {
+  if (payload === null || typeof payload !== 'object' || !Object.hasOwn(payload, key)) return undefined
+  const v = (payload as Record<string, unknown>)[key]
+  return typeof v === 'string' && v.length > 0 && v.length <= 256 ? v : undefined
+}
+
+function decoded(text: string, encoding: 'hex' | 'base64'): Buffer | undefined {
+  if (text.length === 0 || text.length > 1024) return undefined
+  if (encoding === 'hex') return HEX.test(text) && text.length % 2 === 0 ? Buffer.from(text, 'hex') : undefined
+  return BASE64.test(text) && text.length % 4 === 0 ? Buffer.from(text, 'base64') : undefined
+}
+
+function equal(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+function checkTimestamp(text: string, what: string, spec: BundleSignature, now: number): Verdict | undefined {
+  if (!SECONDS.test(text)) return malformed(`${what} is not a whole number of seconds`)
+  const skew = Number(text) - now
+  const tolerance = spec.toleranceSeconds ?? 300
+  if (skew < -tolerance) return { ok: false, reason: `${what} is more than ${tolerance} s old (a stale or replayed delivery)` }
+  if (skew > tolerance) return { ok: false, reason: `${what} is more than ${tolerance} s in the future` }
+  return undefined
+}
+
+function missing(header: string): Verdict {
+  return { ok: false, reason: `the ${header} header is missing` }
+}
+
+function malformed(why: string): Verdict {
+  return { ok: false, reason: `the signature is malformed: ${why}` }
+}
+
+function noMatch(): Verdict {
+  return { ok: false, reason: 'no signature matches the body with any configured secret' }
+}
