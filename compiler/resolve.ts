@@ -280,9 +280,11 @@ function resolveToken(ref: TokenRefConfig, path: PathSegment[], loaded: LoadedCo
 }
 
 /** `variable`: the environment variable the hint names for this secret (by default one named after its key). */
-export function resolveSecret(ref: SecretRefConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag, variable = envNameOf(String(path[path.length - 1]))): SecretSpec | undefined {
+export function resolveSecret(ref: SecretRefConfig | { generate: true }, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag, variable = envNameOf(String(path[path.length - 1]))): SecretSpec | undefined {
   if (typeof ref === 'object') {
     if ('env' in ref) return { kind: 'env', name: ref.env }
+    // Only where the schema allows it (a signing secret): made in the state directory at start.
+    if ('generate' in ref) return { kind: 'generate' }
     return { kind: 'file', path: ref.file }
   }
   const m = ENV_REF.exec(ref)

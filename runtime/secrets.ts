@@ -3,7 +3,7 @@
 // Errors name the reference, never a value.
 import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { isAbsolute, join, resolve } from 'node:path'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import type { SecretSpec } from './bundle-format.js'
 import { tokenDigest } from './http/auth.js'
 
@@ -43,21 +43,30 @@ export function resolveSecretValue(spec: SecretSpec, configDir: string): string 
   throw new SecretError(`a ${spec.kind} reference has no value to read`)
 }
 
+/**
+ * A secret generated into the state directory on first use (mode 0600) and read back after:
+ * `{ generate: true }` for the hook token and for a signed mapping's signing secret.
+ */
+export function generatedSecret(file: string, make: () => string, what: string): { value: string; generated: boolean } {
+  if (existsSync(file)) {
+    const value = readFileSync(file, 'utf8').trim()
+    if (value.length < 24) throw new SecretError(`the generated ${what} file ${file} is damaged; delete it to generate a new one`)
+    return { value, generated: false }
+  }
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
+  const value = make()
+  writeFileSync(file, value + '\n', { mode: 0o600, flag: 'wx' })
+  chmodSync(file, 0o600)
+  return { value, generated: true }
+}
+
 export function resolveToken(spec: SecretSpec | null, configDir: string, stateDir: string): ResolvedToken {
   if (spec === null) throw new SecretError('hooks.token is not configured')
   if (spec.kind === 'digest') return { digest: Buffer.from(spec.sha256, 'hex'), describe: 'a literal in hooks.yaml' }
   if (spec.kind === 'generate') {
     const file = join(stateDir, GENERATED_TOKEN_FILE)
-    if (existsSync(file)) {
-      const token = readFileSync(file, 'utf8').trim()
-      if (token.length < 24) throw new SecretError(`the generated token file ${file} is damaged; delete it to generate a new token`)
-      return { digest: tokenDigest(token), describe: file }
-    }
-    mkdirSync(stateDir, { recursive: true, mode: 0o700 })
-    const token = randomBytes(24).toString('base64url')
-    writeFileSync(file, token + '\n', { mode: 0o600, flag: 'wx' })
-    chmodSync(file, 0o600)
-    return { digest: tokenDigest(token), generated: token, describe: file }
+    const { value, generated } = generatedSecret(file, () => randomBytes(24).toString('base64url'), 'token')
+    return { digest: tokenDigest(value), ...(generated ? { generated: value } : {}), describe: file }
   }
   const value = resolveSecretValue(spec, configDir)
   return { digest: tokenDigest(value), describe: spec.kind === 'env' ? `\${${spec.name}}` : spec.kind === 'file' ? spec.path : 'a value in hooks.yaml' }

@@ -59,6 +59,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const out = options.write ? null : batchedStdout()
   const write = options.write ?? out!.write
   const info = (msg: string, extra: Record<string, unknown> = {}) => write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg, ...extra }))
+  const generatedSigningSecret = (routeId: string, file: string): void => info(`generated a signing secret for mapping "${routeId}" (saved in ${file}, mode 0600): give it to the sender as its webhook secret`)
   const bundleFile = bundleFileOf(options.bundle)
   const first = await loadBundle(bundleFile)
   const stateDir = options.stateDir ? resolve(options.stateDir) : resolve(first.configDir, first.config.server.stateDir)
@@ -89,10 +90,11 @@ export async function startService(options: ServeOptions): Promise<Service> {
       server.listen(port, host, () => { server.off('error', fail); ok() })
     })
     // From here to the handler everything is synchronous: no request is read before it is wired.
+    // A generated signing secret is shared with the sender by hand: say where it is, not what.
     installMetricHooks()
     firstServing = prepare(first, stateDir, (token, where) => {
       write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
-    })
+    }, undefined, generatedSigningSecret)
     opened = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true, ...firstServing.wiring })
     const compacted = opened.runs.compaction
     if (compacted) info('run history compacted', { keptRuns: compacted.keptRuns, droppedRuns: compacted.droppedRuns, bytesBefore: compacted.bytesBefore, bytesAfter: compacted.bytesAfter })
@@ -184,7 +186,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       return false
     }
     if (attempt.abandoned) return false
-    const prepared = prepare(next, stateDir, () => {}, reloadDeadlineMs)
+    const prepared = prepare(next, stateDir, () => {}, reloadDeadlineMs, generatedSigningSecret)
     attempt.pool = prepared.pool
     if (next.config.server.host !== host || next.config.server.port !== serving.bundle.config.server.port) {
       info('server.host and server.port changes take effect at the next start')
@@ -323,7 +325,7 @@ function batchedStdout(): { write(line: string): void; flush(): void } {
  * Everything a bundle needs before it can serve, built once per load: secrets resolved (a missing
  * one is an error naming the reference; signing secrets included), model providers and channels created, transform workers.
  */
-function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void, startDeadlineMs?: number): Serving & { pool: TransformPool | null; wiring: EngineWiring } {
+function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void, startDeadlineMs?: number, onGeneratedSecret?: (routeId: string, file: string) => void): Serving & { pool: TransformPool | null; wiring: EngineWiring } {
   const wiring: EngineWiring = {
     models: createModelRegistry(bundle.config.providers ?? [], bundle.configDir),
     channels: createChannels(bundle.config.channels ?? [], bundle.configDir),
@@ -333,7 +335,7 @@ function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: st
     ? { digest: randomBytes(32), describe: 'none' }
     : resolveToken(bundle.config.token, bundle.configDir, stateDir)
   if (token.generated) onGenerated(token.generated, token.describe)
-  const signatures = bundle.signed ? prepareSignatures(bundle.routeTable.values(), bundle.configDir) : new Map()
+  const signatures = bundle.signed ? prepareSignatures(bundle.routeTable.values(), bundle.configDir, stateDir, (routeId, file) => onGeneratedSecret?.(routeId, file)) : new Map()
   const pool = TransformPool.forBundle(bundle, startDeadlineMs !== undefined ? { startDeadlineMs } : {})
   return {
     bundle,

@@ -4,10 +4,11 @@
 // reference); and the delivery id a repeat is recognised by. Every comparison is timingSafeEqual on
 // equal-length buffers; a failure's reason names the part that failed, never a secret or an
 // expected value.
-import { createHmac, createPublicKey, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto'
+import { createHmac, createPublicKey, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto'
+import { join } from 'node:path'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { BundleRoute, BundleSignature, SecretSpec, SignatureScheme } from '../bundle-format.js'
-import { resolveSecretValue, SecretError } from '../secrets.js'
+import { generatedSecret, resolveSecretValue, SecretError } from '../secrets.js'
 
 /** A signature block with its secrets resolved: HMAC keys as bytes, Ed25519 public keys (standard-webhooks v1a). */
 export interface PreparedSignature {
@@ -29,14 +30,34 @@ const SECONDS = /^\d{1,12}$/
 /** The SPKI DER prefix of an Ed25519 public key: with the raw 32 bytes after it, a key node:crypto reads. */
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex')
 
-/** Resolves every signed route's secrets; throws SecretError naming the reference when one is missing or malformed. */
-export function prepareSignatures(routes: Iterable<readonly BundleRoute[]>, configDir: string): ReadonlyMap<string, PreparedSignature> {
+/** Where `{ generate: true }` keeps a mapping's signing secret inside the state directory. */
+export function generatedSigningSecretFile(stateDir: string, routeId: string): string {
+  return join(stateDir, 'signing-secrets', encodeURIComponent(routeId))
+}
+
+/**
+ * Resolves every signed route's secrets; throws SecretError naming the reference when one is
+ * missing or malformed. `{ generate: true }` makes one into the state directory on first start
+ * (a `whsec_` secret for standard-webhooks) and tells `onGenerated` where it is, never its value.
+ */
+export function prepareSignatures(routes: Iterable<readonly BundleRoute[]>, configDir: string, stateDir: string, onGenerated: (routeId: string, file: string) => void = () => {}): ReadonlyMap<string, PreparedSignature> {
   const out = new Map<string, PreparedSignature>()
   for (const list of routes) {
     for (const route of list) {
       if (!route.signature) continue
       const prepared: PreparedSignature = { spec: route.signature, hmacKeys: [], publicKeys: [] }
-      for (const spec of route.signature.secrets) addKey(prepared, route.signature.scheme, spec, resolveSecretValue(spec, configDir), `mapping "${route.id}"`)
+      for (const spec of route.signature.secrets) {
+        let value: string
+        if (spec.kind === 'generate') {
+          const file = generatedSigningSecretFile(stateDir, route.id)
+          const made = generatedSecret(file, () => (route.signature!.scheme === 'standard-webhooks' ? 'whsec_' + randomBytes(24).toString('base64') : randomBytes(32).toString('hex')), 'signing secret')
+          if (made.generated) onGenerated(route.id, file)
+          value = made.value
+        } else {
+          value = resolveSecretValue(spec, configDir)
+        }
+        addKey(prepared, route.signature.scheme, spec, value, `mapping "${route.id}"`)
+      }
       out.set(route.id, prepared)
     }
   }

@@ -3,6 +3,7 @@
 // output it shows (boundary ids aside), its curl lines work against the repo's hooks.yaml, and its
 // command list is the command table's.
 import { execFile, spawnSync } from 'node:child_process'
+import { createServer } from 'node:net'
 import { compileFile } from '../../compiler/index.js'
 import { startService } from '../../runtime/service.js'
 import { COMMANDS, synopsis } from '../../runtime/commands.js'
@@ -118,10 +119,58 @@ example('the curl lines work as printed against the repo\'s hooks.yaml', async (
   }
 })
 
+example('the signed GitHub curl lines work as printed against the repo\'s hooks.yaml: 202, a replay, a 401', async () => {
+  const dir = tempDir()
+  const out = join(dir, 'dist')
+  const state = join(dir, 'state')
+  const compiled = await compileFile(join(repoRoot, 'hooks.yaml'), { outDir: out })
+  assert.ok(compiled.ok, JSON.stringify(compiled.diagnostics))
+  const logs: string[] = []
+  const service = await startService({ bundle: out, port: 0, stateDir: state, watch: false, write: (l) => logs.push(l) })
+  try {
+    assert.ok(logs.some((l) => l.includes('generated a signing secret for mapping') && l.includes('signing-secrets/github')), logs.join('\n'))
+    const script = exampleBlock('github-curl')
+      .replaceAll('http://127.0.0.1:8787', service.url)
+      .replaceAll('.hookgate/signing-secrets/github', join(state, 'signing-secrets', 'github'))
+    const lines = script.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'))
+    const output = await runScript(lines.map((l) => (l.startsWith('curl') ? `${l}; echo; echo ----` : l)).join('\n'), dir)
+    const [first, again, wrong] = output.split('----\n').map((p) => p.trim()).filter(Boolean).map((p) => JSON.parse(p))
+    assert.equal([first.ok, first.action], [true, 'agent'])
+    assert.equal(again, first, 'the redelivery is answered as the original')
+    assert.equal([wrong.ok, wrong.code], [false, 'signature_invalid'])
+    const rows = (await service.engine.runs.list()).filter((r) => r.definitionId === 'github')
+    assert.is(rows.length, 1, 'one run for one delivery')
+  } finally {
+    await service.close()
+  }
+})
+
+example('the Stripe lines work as printed from the root of a fresh clone', async () => {
+  const copy = freshCopy()
+  const port = await freePort()
+  const script = exampleBlock('stripe-curl')
+    .replaceAll('8788', String(port))
+    .replace('sleep 1', `until curl -s -o /dev/null http://127.0.0.1:${port}/healthz; do sleep 0.1; done`)
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` }
+  const output = await runScript(script, copy, env)
+  const answer = JSON.parse(output.trim().split('\n').filter((l) => l.startsWith('{')).at(-1)!)
+  assert.equal([answer.ok, answer.action], [true, 'agent'], output)
+})
+
+/** A port free right now on 127.0.0.1. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+}
+
 /** bash, asynchronously, so the in-process server keeps answering while the script runs. */
-function runScript(script: string, cwd: string): Promise<string> {
+function runScript(script: string, cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('bash', ['-c', `set -e\n${script}`], { cwd, encoding: 'utf8' }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)))
+    execFile('bash', ['-c', `set -e\n${script}`], { cwd, encoding: 'utf8', env, timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)))
   })
 }
 

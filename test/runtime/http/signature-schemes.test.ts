@@ -18,7 +18,7 @@ function prepare(spec: Omit<BundleSignature, 'secrets' | 'toleranceSeconds' | 'a
   })
   const signature: BundleSignature = { toleranceSeconds: 300, answerPing: false, hmac: null, ...spec, secrets }
   const route = { id: 'm', signature } as unknown as BundleRoute
-  return prepareSignatures([[route]], '/')
+  return prepareSignatures([[route]], '/', '/nonexistent-state')
     .get('m')!
 }
 
