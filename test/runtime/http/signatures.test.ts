@@ -5,7 +5,11 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { assertError, assertOk, post, send, serveProject, compileProject, setTestToken, type Harness, type Project, type Reply } from './harness.js'
+import { assertError, assertOk, post, send, serveProject, compileProject, setTestToken, until, type Harness, type Project, type Reply } from './harness.js'
+import { spawnSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { hookgateBin } from '../../helpers/paths.js'
 
 const TOKEN = setTestToken()
 process.env.HOOKGATE_TEST_GH_SECRET = 'gh-signing-secret'
@@ -122,6 +126,16 @@ signed('tampered body, wrong secret, stale or future timestamp, missing or malfo
   }
   // a valid one clears the count before the lock-out suite below
   assertOk(await github(h, body), 200, ['ok', 'action', 'runId', 'mode'])
+  // every refusal is in `hookgate rejects` with its reason code, and no secret is in the log
+  const rejects = await until('the refusals in hookgate rejects', () => {
+    const run = spawnSync(process.execPath, [hookgateBin, 'rejects', '--state', h.stateDir, '--json'], { encoding: 'utf8' })
+    const rows = JSON.parse(run.stdout || '[]') as Array<{ path: string; status: number; code: string; count: number }>
+    const signed = rows.filter((r) => r.code === 'signature_invalid')
+    return signed.reduce((n, r) => n + r.count, 0) >= cases.length ? rows : undefined
+  })
+  assert.ok(rejects.some((r) => r.path === '/hooks/github' && r.status === 401))
+  const files = readdirSync(h.stateDir).filter((f) => f.startsWith('rejects')).map((f) => readFileSync(join(h.stateDir, f), 'utf8')).join('')
+  assert.not.ok(files.includes('gh-signing-secret') || files.includes(hmacHex('gh-signing-secret', body)), 'the rejected-request log shows a secret or a signature')
 })
 
 signed('a signed path refuses a token-only request; an unsigned path still needs the token', async ({ h }) => {
