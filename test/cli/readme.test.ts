@@ -89,7 +89,8 @@ example('the command-line section lists exactly the commands of the command tabl
   assert.is(exampleBlock('commands'), COMMANDS.map((c) => `hookgate ${synopsis(c)}`).join('\n') + '\n')
 })
 
-example('the curl lines work as printed against the repo\'s hooks.yaml', async () => {
+/** The repo's hooks.yaml compiled and served in-process on a fresh state directory, for `use`. */
+async function withRepoServer(use: (s: { dir: string; state: string; service: Awaited<ReturnType<typeof startService>>; logs: string[] }) => Promise<void>): Promise<void> {
   const dir = tempDir()
   const out = join(dir, 'dist')
   const state = join(dir, 'state')
@@ -98,13 +99,24 @@ example('the curl lines work as printed against the repo\'s hooks.yaml', async (
   const logs: string[] = []
   const service = await startService({ bundle: out, port: 0, stateDir: state, watch: false, write: (l) => logs.push(l) })
   try {
+    await use({ dir, state, service, logs })
+  } finally {
+    await service.close()
+  }
+}
+
+/** A README block as script lines: continuations joined, comments and blank lines dropped. */
+function scriptLines(block: string): string[] {
+  return block.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'))
+}
+
+example('the curl lines work as printed against the repo\'s hooks.yaml', () => withRepoServer(async ({ dir, state, service }) => {
     const script = exampleBlock('curl')
       .replaceAll('http://127.0.0.1:8787', service.url)
       .replaceAll('.hookgate/token', join(state, 'token'))
       .replace('node bin/hookgate.js runs', `"${process.execPath}" "${hookgateBin}" runs --state "${state}" --json`)
     // Run the block as one script, printing a separator after each command's output.
-    const lines = script.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'))
-    const output = await runScript(lines.map((l) => (l.startsWith('TOKEN=') ? l : `${l}; echo; echo ----`)).join('\n'), dir)
+    const output = await runScript(scriptLines(script).map((l) => (l.startsWith('TOKEN=') ? l : `${l}; echo; echo ----`)).join('\n'), dir)
     const parts = output.split('----\n').map((p) => p.trim()).filter(Boolean)
     assert.is(parts.length, 4, output)
     const [wake, agent, alerts] = parts.slice(0, 3).map((p) => JSON.parse(p))
@@ -114,36 +126,21 @@ example('the curl lines work as printed against the repo\'s hooks.yaml', async (
     assert.equal([alerts.ok, alerts.action], [true, 'wake'])
     const rows = JSON.parse(parts[3]!) as Array<{ id: string }>
     assert.equal(rows.map((r) => r.id).sort(), [wake.runId, agent.runId, alerts.runId].sort())
-  } finally {
-    await service.close()
-  }
-})
+}))
 
-example('the signed GitHub curl lines work as printed against the repo\'s hooks.yaml: 202, a replay, a 401', async () => {
-  const dir = tempDir()
-  const out = join(dir, 'dist')
-  const state = join(dir, 'state')
-  const compiled = await compileFile(join(repoRoot, 'hooks.yaml'), { outDir: out })
-  assert.ok(compiled.ok, JSON.stringify(compiled.diagnostics))
-  const logs: string[] = []
-  const service = await startService({ bundle: out, port: 0, stateDir: state, watch: false, write: (l) => logs.push(l) })
-  try {
+example('the signed GitHub curl lines work as printed against the repo\'s hooks.yaml: 202, a replay, a 401', () => withRepoServer(async ({ dir, state, service, logs }) => {
     assert.ok(logs.some((l) => l.includes('generated a signing secret for mapping') && l.includes('signing-secrets/github')), logs.join('\n'))
     const script = exampleBlock('github-curl')
       .replaceAll('http://127.0.0.1:8787', service.url)
       .replaceAll('.hookgate/signing-secrets/github', join(state, 'signing-secrets', 'github'))
-    const lines = script.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'))
-    const output = await runScript(lines.map((l) => (l.startsWith('curl') ? `${l}; echo; echo ----` : l)).join('\n'), dir)
+    const output = await runScript(scriptLines(script).map((l) => (l.startsWith('curl') ? `${l}; echo; echo ----` : l)).join('\n'), dir)
     const [first, again, wrong] = output.split('----\n').map((p) => p.trim()).filter(Boolean).map((p) => JSON.parse(p))
     assert.equal([first.ok, first.action], [true, 'agent'])
     assert.equal(again, first, 'the redelivery is answered as the original')
     assert.equal([wrong.ok, wrong.code], [false, 'signature_invalid'])
     const rows = (await service.engine.runs.list()).filter((r) => r.definitionId === 'github')
     assert.is(rows.length, 1, 'one run for one delivery')
-  } finally {
-    await service.close()
-  }
-})
+}))
 
 example('the Stripe lines work as printed from the root of a fresh clone', async () => {
   const copy = freshCopy()
