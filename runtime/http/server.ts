@@ -149,14 +149,12 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   }
   // A replay (`hookgate runs replay`) is sent with the hook token, also to a signed route: the
   // sender's signature headers were never stored, so the token stands in for them.
-  const replayOf = replayOfHeader(req)
-  if (replayOf !== undefined) {
-    signature = undefined
-    notes.trace = { replayOf }
-  }
+  const replayOf = req.headers['x-hookgate-replay-of']
+  if (replayOf !== undefined) signature = undefined
   // Auth before a single body byte is read (a signed route: no body byte from a locked-out client).
   if (signature === undefined) authenticate(req, serving, deps.limiter, client, now)
   else refuseWhileLockedOut(deps.limiter, client, now)
+  if (replayOf !== undefined) notes.trace = { replayOf: checkReplayOf(replayOf) }
 
   name ??= decodeName(path.slice(base.length + 1))
   const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)
@@ -425,10 +423,8 @@ function maxBodyBytes(routes: readonly BundleRoute[], fallback: number): number 
   return limit
 }
 
-/** `x-hookgate-replay-of: <runId>`: the run a replay repeats (it must still present the hook token). */
-function replayOfHeader(req: IncomingMessage): string | undefined {
-  const given = req.headers['x-hookgate-replay-of']
-  if (given === undefined) return undefined
+/** `x-hookgate-replay-of: <runId>`: the run a replay repeats, once the hook token passed. */
+function checkReplayOf(given: string | string[]): string {
   if (typeof given !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(given)) throw new HttpError(400, 'invalid_replay_of', 'x-hookgate-replay-of takes one run id')
   return given
 }

@@ -161,6 +161,9 @@ replay('a replay header without the hook token is 401 on a signed mapping, and a
   assertError(await send(ctx.server.origin, '/hooks/github', { body, headers: { 'x-hookgate-replay-of': ctx.signed } }), 401, 'unauthorized')
   assertError(await send(ctx.server.origin, '/hooks/github', { body, token: 'wrong-token', headers: { 'x-hookgate-replay-of': ctx.signed } }), 401, 'unauthorized')
   assertError(await send(ctx.server.origin, '/hooks/github', { body, token: TOKEN }), 401, 'signature_invalid')
+  // checked once the token passed: a client without it learns nothing from the header's shape
+  assertError(await send(ctx.server.origin, '/hooks/github', { body, headers: { 'x-hookgate-replay-of': 'not one id' } }), 401, 'unauthorized')
+  assertError(await send(ctx.server.origin, '/hooks/github', { body, token: TOKEN, headers: { 'x-hookgate-replay-of': 'not one id' } }), 400, 'invalid_replay_of')
 })
 
 replay('a run without a stored request (a /wake) is refused with exit 1 and says why', async (ctx) => {
