@@ -300,7 +300,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (action.kind === 'workflow') {
     const reply = answer(202, (runId) => ({ action: 'workflow', runId, correlationId }))
     // Stored with the run to render its steps later: secret headers never reach the disk.
-    const stored = { ...context, headers: redactHeaders(context.headers) }
+    const stored = { ...context, headers: notes.trace.received!.headers }
     await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context: stored }, reply)
     return reply.send()
   }
