@@ -11,6 +11,7 @@ import type { HooksConfig, SecretRefConfig, TokenRefConfig, WorkflowConfig } fro
 import { LeftOut } from './validate.js'
 
 import type { BundleChannel, BundleConfig, BundleProvider, BundleSignature, SecretSpec } from '../runtime/bundle-format.js'
+import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/runs.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
 export type { SecretSpec }
@@ -76,7 +77,10 @@ export const DEFAULT_SERVER: ServerSettings = {
   maxPendingRuns: 10_000,
   idempotencyWindowMs: 86_400_000,
   transformMemoryMiB: 128,
+  history: { keepRuns: DEFAULT_KEEP_HISTORY, compactAboveBytes: DEFAULT_COMPACT_ABOVE_BYTES, keepRequestBytes: DEFAULT_KEEP_REQUEST_BYTES },
 }
+
+const MIB = 1024 * 1024
 
 const RESERVED_NAMES = new Set(['wake', 'agent'])
 const SEGMENT = /^[A-Za-z0-9._~:@!$&'()*+,;=-]+$/
@@ -235,6 +239,11 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     maxPendingRuns: s.maxPendingRuns ?? DEFAULT_SERVER.maxPendingRuns,
     idempotencyWindowMs: s.idempotencyWindowSeconds !== undefined ? Math.round(s.idempotencyWindowSeconds * 1000) : DEFAULT_SERVER.idempotencyWindowMs,
     transformMemoryMiB: s.transformMemoryMiB ?? DEFAULT_SERVER.transformMemoryMiB,
+    history: {
+      keepRuns: s.history?.keepRuns ?? DEFAULT_SERVER.history!.keepRuns,
+      compactAboveBytes: s.history?.compactAboveMiB !== undefined ? s.history.compactAboveMiB * MIB : DEFAULT_SERVER.history!.compactAboveBytes,
+      keepRequestBytes: s.history?.keepRequestMiB !== undefined ? s.history.keepRequestMiB * MIB : DEFAULT_SERVER.history!.keepRequestBytes,
+    },
   }
 
   let gmail: Record<string, unknown> | undefined

@@ -146,6 +146,8 @@ export interface BundleConfig {
     idempotencyWindowMs: number
     /** heap limit of each transform worker */
     transformMemoryMiB: number
+    /** how much run history a compaction keeps (server.history); absent in bundles older than it */
+    history?: { keepRuns: number; compactAboveBytes: number; keepRequestBytes: number }
   }
   agents: Array<{ id: string; default: boolean; model: string; fallbackModels: string[]; heartbeatSeconds: number | null; maxQueuedEvents: number; delivery: { channel: string; to: string | null } | null }>
   providers: BundleProvider[]

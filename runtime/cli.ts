@@ -1,4 +1,4 @@
-// The runtime side of the CLI: `hookgate try`, serve, runs, rejects (and, as they land, webhooks).
+// The runtime side of the CLI: `hookgate try`, serve, runs (show, replay), rejects (and, as they land, webhooks).
 // Imports nothing from the compiler side.
 import { readFileSync } from 'node:fs'
 import { getCommand, readCommandArgs, usageLine } from './commands.js'
@@ -6,7 +6,8 @@ import { BundleLoadError, loadBundle } from './bundle.js'
 import { applyMapping, type HookAction } from './mapping.js'
 import { wrapExternalContent } from './envelope.js'
 import { startService } from './service.js'
-import { runsCommand } from './store/runs-cli.js'
+import { runsCommand, runsShowCommand } from './store/runs-cli.js'
+import { runsReplayCommand } from './store/runs-replay.js'
 import { rejectsCommand } from './store/rejects-cli.js'
 import { HttpError } from './http/errors.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './http/requests.js'
@@ -22,6 +23,8 @@ export async function main(command: string, argv: string[]): Promise<number | un
   if (command === 'try') return tryCommand(argv)
   if (command === 'serve') return serveCommand(argv)
   if (command === 'runs') return runsCommand(argv, { stateDir: '.hookgate' })
+  if (command === 'runs show') return runsShowCommand(argv, { stateDir: '.hookgate' })
+  if (command === 'runs replay') return runsReplayCommand(argv, { stateDir: '.hookgate' })
   if (command === 'rejects') return rejectsCommand(argv, { stateDir: '.hookgate' })
   process.stderr.write(`hookgate ${command}: not available in this build yet\n`)
   return EXIT.usage

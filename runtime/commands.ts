@@ -95,6 +95,41 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'state', value: 'DIR', description: 'the state directory to read (default: .hookgate)' },
       { name: 'json', description: 'print the rows as a JSON array on stdout' },
       { name: 'limit', value: 'N', default: '50', description: 'show at most the newest N runs' },
+      { name: 'kind', value: 'hook|trigger|task', description: 'only runs of this kind of definition' },
+      { name: 'status', value: 'S', multiple: true, description: 'only runs in this status: queued, running, succeeded, failed, timed_out, skipped (repeatable, or a comma list)' },
+      { name: 'definition', value: 'ID', description: 'only runs of this definition (a mapping, trigger or task id, or wake / agent)' },
+      { name: 'since', value: 'DURATION', description: 'only runs created within this long, e.g. 90s, 15m, 2h, 7d' },
+    ],
+    notes: [
+      'the filters combine (all must hold); --limit counts the runs that pass them',
+    ],
+  },
+  {
+    name: 'runs show',
+    args: 'RUN_ID',
+    summary: 'show one run: its row, its workflow steps, the runs sharing its correlation id and its replays',
+    side: 'runtime',
+    flags: [
+      { name: 'state', value: 'DIR', description: 'the state directory to read (default: .hookgate)' },
+      { name: 'json', description: 'print one JSON object {run, steps, correlated, replays} on stdout' },
+    ],
+    notes: ['exit 0 shown, 1 no run with that id, 2 usage error'],
+  },
+  {
+    name: 'runs replay',
+    args: 'RUN_ID',
+    summary: 'send a past run\'s stored request again, through the running server and its current bundle, as a new run',
+    side: 'runtime',
+    flags: [
+      { name: 'payload', value: 'FILE', description: 'a JSON body to send instead of the stored payload' },
+      { name: 'state', value: 'DIR', description: 'the state directory holding the run history (default: .hookgate)' },
+      { name: 'url', value: 'URL', default: 'http://127.0.0.1:8787', description: 'the running server' },
+      { name: 'token-file', value: 'FILE', description: 'a file holding the hook token (default: $HOOKGATE_TOKEN, else <state>/token)' },
+    ],
+    notes: [
+      'the new run has replayOf set to RUN_ID; secret headers were stored redacted and are not sent;',
+      'a signed mapping takes the replay on the hook token (its signature is not checked again)',
+      'exit 0 when the server accepted it (2xx), 1 when it refused it or the run has no stored request, 2 usage error',
     ],
   },
   {
@@ -209,6 +244,9 @@ export function commandHelp(c: CommandSpec): string {
   const width = Math.max(...rows.map(([l]) => l.length))
   const lines = [usageLine(c), '', c.summary, '', 'options:', ...rows.map(([l, d]) => `  ${l.padEnd(width)}  ${d}`)]
   if (c.notes?.length) lines.push('', ...c.notes)
+  // a command that also groups others (`runs`, `runs show`): its help names them too
+  const members = commandGroups().get(c.name)
+  if (members) lines.push('', 'commands:', ...members.map((m) => `  ${synopsis(m)}\n      ${m.summary}`))
   if (c.side === 'unavailable') lines.push('', 'not available in this build yet')
   return lines.join('\n') + '\n'
 }

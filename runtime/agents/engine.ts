@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
-import { RunStore, type NewRun, type RunRow } from '../store/runs.js'
+import { RunStore, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { templateHelpers } from '../template-helpers.js'
@@ -39,6 +39,10 @@ export interface RowExtra {
   id?: string
   idempotency?: { key: string; fingerprint: string }
   response?: { status: number; body: Record<string, unknown> }
+  /** a mapped request as it arrived (secrets redacted), kept for `hookgate runs replay` */
+  received?: ReceivedRequest
+  /** the run this request replays */
+  replayOf?: string
 }
 
 /** The model side, as the engine needs it (runtime/agents/models.ts builds it from the bundle). */
@@ -60,7 +64,15 @@ function rowFields(extra: RowExtra): RowExtra {
   if (extra.id !== undefined) out.id = extra.id
   if (extra.idempotency) out.idempotency = extra.idempotency
   if (extra.response) out.response = extra.response
+  if (extra.received) out.received = extra.received
+  if (extra.replayOf !== undefined) out.replayOf = extra.replayOf
   return out
+}
+
+/** server.history as the run store takes it; absent (an older bundle) keeps the store's defaults. */
+export function historyOptions(config: BundleConfig): RunStoreOptions {
+  const h = config.server.history
+  return h ? { keepHistory: h.keepRuns, compactAboveBytes: h.compactAboveBytes, keepRequestBytes: h.keepRequestBytes } : {}
 }
 
 /** What a wake's run row keeps of its event. */
@@ -120,7 +132,7 @@ export class Engine {
 
   /** `compactAboveBytes`: the size past which the session journals are compacted at open (tests) */
   static open(stateDir: string, config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, options: { fsync?: boolean; compactAboveBytes?: number } & EngineWiring = {}): Engine {
-    const runs = RunStore.open(stateDir, { fsync: options.fsync ?? true, keepKeysForMs: config.server.idempotencyWindowMs })
+    const runs = RunStore.open(stateDir, { fsync: options.fsync ?? true, keepKeysForMs: config.server.idempotencyWindowMs, ...historyOptions(config) })
     const engine = new Engine(stateDir, runs, config, workflows, options.fsync ?? true, options.compactAboveBytes ?? SESSION_COMPACT_ABOVE_BYTES)
     engine.configure(config, workflows, options)
     return engine
@@ -170,6 +182,8 @@ export class Engine {
     if (input.name) run.name = input.name
     if (extra.idempotency) run.idempotency = extra.idempotency
     if (extra.response) run.response = extra.response
+    if (extra.received) run.received = extra.received
+    if (extra.replayOf !== undefined) run.replayOf = extra.replayOf
     const row = await this.runs.create(run)
     const session = this.session(input.agentId)
     const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })
@@ -193,8 +207,8 @@ export class Engine {
   }
 
   /** A matching request that started nothing (a transform skip or failure, a match.when that let it go) still gets its row. */
-  async recordOutcome(origin: Pick<Origin, 'definitionKind' | 'definitionId' | 'correlationId'>, action: 'wake' | 'agent' | 'workflow', status: 'skipped' | 'failed', error?: string, result?: string): Promise<RunRow> {
-    return this.runs.create({ id: randomUUID(), definitionKind: origin.definitionKind, definitionId: origin.definitionId, correlationId: origin.correlationId, action, status, ...(error ? { error } : {}), ...(result ? { result } : {}) })
+  async recordOutcome(origin: Pick<Origin, 'definitionKind' | 'definitionId' | 'correlationId'>, action: 'wake' | 'agent' | 'workflow', status: 'skipped' | 'failed', error?: string, result?: string, extra: RowExtra = {}): Promise<RunRow> {
+    return this.runs.create({ id: randomUUID(), ...rowFields(extra), definitionKind: origin.definitionKind, definitionId: origin.definitionId, correlationId: origin.correlationId, action, status, ...(error ? { error } : {}), ...(result ? { result } : {}) })
   }
 
   /** Runs that a crash left queued or running are finished: run again, delivered, or settled. */

@@ -72,6 +72,8 @@ interface RequestNotes {
   matched?: { definitionKind: 'hook' | 'trigger'; definitionId: string; correlationId: string; action: 'wake' | 'agent' | 'workflow' }
   /** the metrics' route label: a mapping id or a built-in's name, never the request's path */
   route?: string
+  /** what every row this request writes carries: the received request (mapped), the run it replays */
+  trace?: RowExtra
 }
 
 export function createHandler(given: HandlerDeps) {
@@ -145,9 +147,14 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
     const only = bundle.routeTable.get(name)?.[0]
     if (only?.signature) signature = serving.signatures.get(only.id)
   }
+  // A replay (`hookgate runs replay`) is sent with the hook token, also to a signed route: the
+  // sender's signature headers were never stored, so the token stands in for them.
+  const replayOf = req.headers['x-hookgate-replay-of']
+  if (replayOf !== undefined) signature = undefined
   // Auth before a single body byte is read (a signed route: no body byte from a locked-out client).
   if (signature === undefined) authenticate(req, serving, deps.limiter, client, now)
   else refuseWhileLockedOut(deps.limiter, client, now)
+  if (replayOf !== undefined) notes.trace = { replayOf: checkReplayOf(replayOf) }
 
   name ??= decodeName(path.slice(base.length + 1))
   const routes = name === 'wake' || name === 'agent' ? undefined : bundle.routeTable.get(name)
@@ -196,6 +203,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
         id,
         // only a run started with an Idempotency-Key keeps its answer, to replay it after a restart
         ...(idem ? { response, idempotency: { key: key as string, fingerprint: idem.fingerprint } } : {}),
+        ...notes.trace,
         send() {
           setRunId(id)
           stored = response
@@ -210,7 +218,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
       // A matching request that failed unexpectedly (a 500) still leaves its row, unless its run was written.
       const m = notes.matched
       if (m && !(err instanceof HttpError) && !(notes.runId && deps.engine.runs.get(notes.runId))) {
-        await deps.engine.recordOutcome(m, m.action, 'failed', `the request could not be handled: ${(err as Error)?.message ?? String(err)}`).catch(() => {})
+        await deps.engine.recordOutcome(m, m.action, 'failed', `the request could not be handled: ${(err as Error)?.message ?? String(err)}`, undefined, notes.trace).catch(() => {})
       }
       throw err
     }
@@ -245,13 +253,17 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   }
 
   const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
+  // Kept with each row this request writes, so `hookgate runs replay` can send it again.
+  const url = req.url ?? ''
+  const q = url.indexOf('?')
+  notes.trace = { ...notes.trace, received: { path: q < 0 ? url : url.slice(0, q), query: context.query, headers: redactHeaders(context.headers), payload } }
   const selection = selectRoute(serving.bundle.routeTable.get(name) ?? [], context)
   if (selection.kind === 'none') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
   if (selection.kind === 'filtered') {
     // Not an error: the sender did nothing wrong, the config chose to let this event go.
     const first = selection.route
     notes.route = first.id
-    await deps.engine.recordOutcome({ definitionKind: first.definitionKind, definitionId: first.id, correlationId }, first.action, 'skipped', undefined, 'filtered')
+    await deps.engine.recordOutcome({ definitionKind: first.definitionKind, definitionId: first.id, correlationId }, first.action, 'skipped', undefined, 'filtered', notes.trace)
     res.writeHead(204).end()
     return 204
   }
@@ -267,11 +279,11 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (outcome.kind === 'error') {
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
     countTransformFailure(outcome.route.id, outcome.code)
-    await deps.engine.recordOutcome(matched, chosen.action, 'failed', outcome.error)
+    await deps.engine.recordOutcome(matched, chosen.action, 'failed', outcome.error, undefined, notes.trace)
     throw new HttpError(500, outcome.code, outcome.code === 'transform_timeout' ? 'the mapping transform timed out' : 'the mapping transform failed')
   }
   if (outcome.kind === 'skip') {
-    await deps.engine.recordOutcome(matched, chosen.action, 'skipped')
+    await deps.engine.recordOutcome(matched, chosen.action, 'skipped', undefined, undefined, notes.trace)
     res.writeHead(204).end()
     return 204
   }
@@ -288,7 +300,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (action.kind === 'workflow') {
     const reply = answer(202, (runId) => ({ action: 'workflow', runId, correlationId }))
     // Stored with the run to render its steps later: secret headers never reach the disk.
-    const stored = { ...context, headers: redactHeaders(context.headers) }
+    const stored = { ...context, headers: notes.trace.received!.headers }
     await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context: stored }, reply)
     return reply.send()
   }
@@ -409,6 +421,12 @@ function maxBodyBytes(routes: readonly BundleRoute[], fallback: number): number 
   let limit = 0
   for (const r of routes) limit = Math.max(limit, r.maxBodyBytes ?? fallback)
   return limit
+}
+
+/** `x-hookgate-replay-of: <runId>`: the run a replay repeats, once the hook token passed. */
+function checkReplayOf(given: string | string[]): string {
+  if (typeof given !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(given)) throw new HttpError(400, 'invalid_replay_of', 'x-hookgate-replay-of takes one run id')
+  return given
 }
 
 function correlationIdOf(req: IncomingMessage): string {

@@ -1,12 +1,15 @@
-// `hookgate runs [--state DIR] [--json] [--limit N]`: the run history, newest first. Reads the file
-// without opening it for writing, so it works while a server holds it. Machine output (the table
-// or the JSON array) goes to stdout; the summary and warnings go to stderr.
+// `hookgate runs [--state DIR] [--json] [--limit N] [filters]`: the run history, newest first, and
+// `hookgate runs show RUN_ID`: one run with its steps and the runs related to it. Both read the file
+// without opening it for writing, so they work while a server holds it. Machine output (the table
+// or the JSON) goes to stdout; the summary and warnings go to stderr.
 import { existsSync } from 'node:fs'
 import { getCommand, readCommandArgs, usageLine } from '../commands.js'
-import { RUNS_FILE, RunStore, type RunRow, type RunStatus } from './runs.js'
+import { RUNS_FILE, RunStore, type DefinitionKind, type RunHistory, type RunRow, type RunStatus } from './runs.js'
+import { parseDuration } from './rejects.js'
 import { join } from 'node:path'
 
 export const RUNS_USAGE = usageLine(getCommand('runs'))
+export const RUNS_SHOW_USAGE = usageLine(getCommand('runs show'))
 export const DEFAULT_RUNS_LIMIT = 50
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const
@@ -14,6 +17,7 @@ const NAME_MAX = 40
 const ERROR_MAX = 60
 /** the order statuses appear in the summary line */
 const SUMMARY_ORDER: readonly RunStatus[] = ['succeeded', 'failed', 'timed_out', 'skipped', 'running', 'queued']
+const KINDS: readonly DefinitionKind[] = ['hook', 'trigger', 'task']
 
 export interface CommandIO {
   stdout: (text: string) => void
@@ -25,10 +29,10 @@ const processIO: CommandIO = {
   stderr: (text) => { process.stderr.write(text) },
 }
 
-export async function runsCommand(argv: string[], defaults: { stateDir: string }, io: CommandIO = processIO): Promise<number> {
+export async function runsCommand(argv: string[], defaults: { stateDir: string; now?: () => number }, io: CommandIO = processIO): Promise<number> {
   const parsed = readCommandArgs('runs', argv, io)
   if (parsed.kind !== 'ok') return parsed.exit!
-  const values = parsed.values as { state?: string; json?: boolean; limit?: string }
+  const values = parsed.values as { state?: string; json?: boolean; limit?: string; kind?: string; status: string[]; definition?: string; since?: string }
   let limit = DEFAULT_RUNS_LIMIT
   if (values.limit !== undefined) {
     if (!/^[1-9][0-9]*$/.test(values.limit)) {
@@ -42,34 +46,140 @@ export async function runsCommand(argv: string[], defaults: { stateDir: string }
     io.stderr(`hookgate runs: --state needs a directory\n${RUNS_USAGE}\n`)
     return EXIT.usage
   }
+  const filter = readFilter(values, defaults.now ?? Date.now)
+  if (typeof filter === 'string') {
+    io.stderr(`hookgate runs: ${filter}\n${RUNS_USAGE}\n`)
+    return EXIT.usage
+  }
 
   if (!existsSync(stateDir)) {
     if (values.json) io.stdout('[]\n')
     io.stderr(`no runs yet (state directory ${stateDir} does not exist)\n`)
     return EXIT.ok
   }
-  let history
-  try {
-    history = RunStore.readHistory(stateDir)
-  } catch (err) {
-    io.stderr(`hookgate runs: cannot read ${join(stateDir, RUNS_FILE)}: ${(err as Error).message}\n`)
-    return EXIT.failed
-  }
-  if (history.corrupt > 0) {
-    io.stderr(`hookgate runs: warning: skipped ${history.corrupt} unreadable ${history.corrupt === 1 ? 'line' : 'lines'} in ${join(stateDir, RUNS_FILE)}\n`)
-  }
-  const shown = history.rows.slice(0, limit)
+  const history = readHistory('runs', stateDir, io)
+  if (!history) return EXIT.failed
+  const rows = filter ? history.rows.filter(filter) : history.rows
+  const shown = rows.slice(0, limit)
   if (values.json) {
     io.stdout(`${JSON.stringify(shown, null, 2)}\n`)
     return EXIT.ok
   }
-  if (history.rows.length === 0) {
-    io.stderr('no runs yet\n')
+  if (rows.length === 0) {
+    io.stderr(history.rows.length === 0 ? 'no runs yet\n' : `no runs match the filters (of ${history.rows.length} in the history)\n`)
     return EXIT.ok
   }
   io.stdout(formatTable(shown))
-  io.stderr(`${summarise(history.rows)}${shown.length < history.rows.length ? `; showing the newest ${shown.length}` : ''}\n`)
+  io.stderr(`${summarise(rows)}${filter ? ' matching the filters' : ''}${shown.length < rows.length ? `; showing the newest ${shown.length}` : ''}\n`)
   return EXIT.ok
+}
+
+/** The filters as one predicate (undefined when none is given), or what is wrong with one. */
+function readFilter(values: { kind?: string; status: string[]; definition?: string; since?: string }, now: () => number): ((row: RunRow) => boolean) | undefined | string {
+  const tests: Array<(row: RunRow) => boolean> = []
+  if (values.kind !== undefined) {
+    const kind = values.kind
+    if (!KINDS.includes(kind as DefinitionKind)) return `--kind takes hook, trigger or task, not "${kind}"`
+    tests.push((r) => r.definitionKind === kind)
+  }
+  if (values.status.length > 0) {
+    const wanted = new Set(values.status.flatMap((s) => s.split(',')).map((s) => s.trim()))
+    for (const s of wanted) if (!SUMMARY_ORDER.includes(s as RunStatus)) return `--status takes ${SUMMARY_ORDER.join(', ')}, not "${s}"`
+    tests.push((r) => wanted.has(r.status))
+  }
+  if (values.definition !== undefined) {
+    const id = values.definition
+    if (id === '') return '--definition needs an id'
+    tests.push((r) => r.definitionId === id)
+  }
+  if (values.since !== undefined) {
+    const ms = parseDuration(values.since)
+    if (ms === undefined) return `--since takes a duration such as 90s, 15m, 2h or 7d, not "${values.since}"`
+    const from = now() - ms
+    tests.push((r) => Date.parse(r.createdAt) >= from)
+  }
+  if (tests.length === 0) return undefined
+  return (row) => tests.every((t) => t(row))
+}
+
+/** The history, or undefined after saying on stderr why it cannot be read; a missing state directory is an empty history. */
+export function readHistory(command: string, stateDir: string, io: CommandIO): RunHistory | undefined {
+  if (!existsSync(stateDir)) return { rows: [], torn: 0, corrupt: 0 }
+  let history
+  try {
+    history = RunStore.readHistory(stateDir)
+  } catch (err) {
+    io.stderr(`hookgate ${command}: cannot read ${join(stateDir, RUNS_FILE)}: ${(err as Error).message}\n`)
+    return undefined
+  }
+  if (history.corrupt > 0) {
+    io.stderr(`hookgate ${command}: warning: skipped ${history.corrupt} unreadable ${history.corrupt === 1 ? 'line' : 'lines'} in ${join(stateDir, RUNS_FILE)}\n`)
+  }
+  return history
+}
+
+/** A step row of a workflow run names its run in `parentRunId` (written by the workflow runner). */
+type MaybeStep = RunRow & { parentRunId?: string }
+
+/**
+ * `hookgate runs show RUN_ID`: the row (every field, deliveries and notifications included when the
+ * row has them), its steps, the other runs under its correlation id, and the runs replaying it.
+ */
+export async function runsShowCommand(argv: string[], defaults: { stateDir: string }, io: CommandIO = processIO): Promise<number> {
+  const parsed = readCommandArgs('runs show', argv, io)
+  if (parsed.kind !== 'ok') return parsed.exit!
+  const values = parsed.values as { state?: string; json?: boolean }
+  if (parsed.positionals.length !== 1 || parsed.positionals[0] === '') {
+    io.stderr(`hookgate runs show: name one run id\n${RUNS_SHOW_USAGE}\n`)
+    return EXIT.usage
+  }
+  const id = parsed.positionals[0]!
+  const stateDir = values.state || defaults.stateDir
+  const history = readHistory('runs show', stateDir, io)
+  if (!history) return EXIT.failed
+  const row = history.rows.find((r) => r.id === id)
+  if (!row) {
+    io.stderr(`hookgate runs show: no run with id ${printable(id)} in ${join(stateDir, RUNS_FILE)}\n`)
+    return EXIT.failed
+  }
+  // oldest first: the order the steps and siblings happened in
+  const oldestFirst = [...history.rows].reverse()
+  const steps = oldestFirst.filter((r) => (r as MaybeStep).parentRunId === id)
+  const stepIds = new Set(steps.map((r) => r.id))
+  const correlated = oldestFirst.filter((r) => r.correlationId === row.correlationId && r.id !== id && !stepIds.has(r.id))
+  const replays = oldestFirst.filter((r) => r.replayOf === id)
+  if (values.json) {
+    const received = RunStore.readReceived(stateDir, row)
+    const full = received !== undefined && row.received === undefined ? { ...row, received } : row
+    io.stdout(`${JSON.stringify({ run: full, steps, correlated, replays }, null, 2)}\n`)
+    return EXIT.ok
+  }
+  io.stdout(formatRow(row))
+  for (const [title, rows] of [['steps', steps], ['same correlation id', correlated], ['replays', replays]] as const) {
+    if (rows.length > 0) io.stdout(`\n${title}:\n${formatTable(rows)}`)
+  }
+  return EXIT.ok
+}
+
+/** Fields too large or too raw for the text view; --json shows them. */
+const TEXT_HIDDEN = new Set(['request', 'requestBlob', 'received', 'receivedBlob', 'response', 'idempotency'])
+
+/** One `field  value` line per field of the row; objects and lists (deliveries, notifications) as one JSON line each. */
+export function formatRow(row: RunRow): string {
+  const entries = Object.entries(row).filter(([k, v]) => v !== undefined && !TEXT_HIDDEN.has(k))
+  const width = Math.max(...entries.map(([k]) => k.length))
+  const lines: string[] = []
+  for (const [k, v] of entries) {
+    if (Array.isArray(v)) {
+      lines.push(`${k.padEnd(width)}  ${v.length === 0 ? '-' : ''}`.trimEnd())
+      for (const item of v) lines.push(`  - ${printable(typeof item === 'string' ? item : JSON.stringify(item))}`)
+    } else {
+      lines.push(`${k.padEnd(width)}  ${printable(typeof v === 'string' ? v : JSON.stringify(v))}`)
+    }
+  }
+  const stored = row.received !== undefined || row.receivedBlob !== undefined
+  lines.push(`${'replay'.padEnd(width)}  ${stored ? `hookgate runs replay ${row.id}` : 'no stored request'}`)
+  return lines.join('\n') + '\n'
 }
 
 /** One aligned line per run under a header; every cell is stripped of control characters. */

@@ -54,6 +54,24 @@ export interface RunRow {
   idempotency?: { key: string; fingerprint: string }
   /** the answer the client was given, replayed to a repeat with the same Idempotency-Key */
   response?: { status: number; body: Record<string, unknown> }
+  /**
+   * A mapped request as it arrived, for `hookgate runs replay`: path, query, payload and headers
+   * with every secret header `[redacted]`. Kept on disk only (a large one in a blob, like
+   * `request`); memory drops it once the run is finished.
+   */
+  received?: ReceivedRequest
+  receivedBlob?: { name: string; bytes: number }
+  /** the run this one replays (`hookgate runs replay`) */
+  replayOf?: string
+}
+
+/** What `received` holds: the request a mapping saw, without its secrets. */
+export interface ReceivedRequest {
+  /** the request path as sent, without the query string, e.g. `/hooks/github` */
+  path: string
+  query: Record<string, string>
+  headers: Record<string, string>
+  payload: unknown
 }
 
 export type RunRecord =
@@ -207,7 +225,8 @@ export class RunStore {
     // A new id has no write before it to wait for: the hot path skips serialise's chaining.
     const id = row.id
     const written: Promise<RunRow> = this.journal.append({ type: 'run', row: this.diskRow(row) }).then(() => {
-      this.rows.set(id, row)
+      // only a replay reads `received`, and it reads the file
+      this.rows.set(id, row.received === undefined ? row : withoutReceived(row))
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
       RunStore.onDurable?.(row.action, row.status)
@@ -220,15 +239,21 @@ export class RunStore {
     return written
   }
 
-  /** The row as its line holds it: a large request goes into a blob queued ahead of the line. */
+  /** The row as its line holds it: a large request (or received request) goes into a blob queued ahead of the line. */
   private diskRow(row: RunRow): RunRow {
-    if (row.request === undefined || typeof row.request !== 'object' || row.request === null) return row
-    const json = JSON.stringify(row.request)
-    if (json.length <= REQUEST_INLINE_MAX_CHARS) return row
-    const bytes = Buffer.from(json, 'utf8')
-    const name = this.journal.attach(bytes)
-    const { request: _request, ...rest } = row
-    return { ...rest, requestBlob: { name, bytes: bytes.length } }
+    let out = row
+    for (const [field, blobField] of BLOB_FIELDS) {
+      const value = out[field]
+      if (value === undefined || typeof value !== 'object' || value === null) continue
+      const json = JSON.stringify(value)
+      if (json.length <= REQUEST_INLINE_MAX_CHARS) continue
+      const bytes = Buffer.from(json, 'utf8')
+      const name = this.journal.attach(bytes)
+      const copy: RunRow = { ...out, [blobField]: { name, bytes: bytes.length } }
+      delete copy[field]
+      out = copy
+    }
+    return out
   }
 
   /** Whether the history can be written now; while not, why (a full disk is retried by itself). */
@@ -361,11 +386,13 @@ export class RunStore {
   /** A row's request, read from its blob when it lives in one (the CLI, replay); undefined when gone. */
   static readRequest(stateDir: string, row: RunRow): unknown {
     if (row.request !== undefined || !row.requestBlob) return row.request
-    try {
-      return JSON.parse(Journal.readBlob(join(stateDir, RUNS_FILE), row.requestBlob.name).toString('utf8')) as unknown
-    } catch {
-      return undefined
-    }
+    return readBlobJson(stateDir, row.requestBlob.name)
+  }
+
+  /** A row's received request (what `hookgate runs replay` sends again), from its blob when it lives in one; undefined when not stored or gone. */
+  static readReceived(stateDir: string, row: RunRow): ReceivedRequest | undefined {
+    if (row.received !== undefined || !row.receivedBlob) return row.received
+    return readBlobJson(stateDir, row.receivedBlob.name) as ReceivedRequest | undefined
   }
 
   /** readRows plus what was skipped while reading. A missing file is an empty history. */
@@ -425,8 +452,10 @@ export class RunStore {
   }
 }
 
-const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
-const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob'] as const
+const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name', 'replayOf'] as const
+const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob', 'received', 'receivedBlob'] as const
+/** Data fields that move into a blob when large, each with the field that then names the blob. */
+const BLOB_FIELDS = [['request', 'requestBlob'], ['received', 'receivedBlob']] as const
 const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
 
 /**
@@ -456,22 +485,27 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
     }
     kept.push(row)
   }
-  // Request blobs: every unfinished run's, and finished runs' newest first within a byte budget.
+  // Request blobs (and received-request blobs): every unfinished run's, and finished runs' newest
+  // first within one byte budget.
   let requestBytesLeft = options.keepRequestBytes ?? DEFAULT_KEEP_REQUEST_BYTES
   const blobsKept = new Set<string>()
   for (let i = kept.length - 1; i >= 0; i--) {
-    const row = kept[i]!
-    if (!row.requestBlob) continue
-    if (FINAL.has(row.status)) {
-      if (blobsKept.has(row.requestBlob.name)) continue
-      requestBytesLeft -= row.requestBlob.bytes
-      if (requestBytesLeft < 0) {
-        const { requestBlob: _dropped, ...rest } = row
-        kept[i] = rest
-        continue
+    for (const [, blobField] of BLOB_FIELDS) {
+      const row = kept[i]!
+      const blob = row[blobField]
+      if (!blob) continue
+      if (FINAL.has(row.status)) {
+        if (blobsKept.has(blob.name)) continue
+        requestBytesLeft -= blob.bytes
+        if (requestBytesLeft < 0) {
+          const rest: RunRow = { ...row }
+          delete rest[blobField]
+          kept[i] = rest
+          continue
+        }
       }
+      blobsKept.add(blob.name)
     }
-    blobsKept.add(row.requestBlob.name)
   }
   let bytesAfter: number
   try {
@@ -484,10 +518,24 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
   return { records: read.records.length, bytesBefore, bytesAfter, keptRuns: kept.length, droppedRuns: rows.size - kept.length }
 }
 
+/** The row as memory keeps a finished run: without what only a resume or a replay reads from disk. */
 function withoutRequest(row: RunRow): RunRow {
-  if (row.request === undefined) return row
-  const { request: _request, ...rest } = row
+  if (row.request === undefined && row.received === undefined) return row
+  const { request: _request, received: _received, ...rest } = row
   return Object.freeze(rest)
+}
+
+function withoutReceived(row: RunRow): RunRow {
+  const { received: _received, ...rest } = row
+  return Object.freeze(rest)
+}
+
+function readBlobJson(stateDir: string, name: string): unknown {
+  try {
+    return JSON.parse(Journal.readBlob(join(stateDir, RUNS_FILE), name).toString('utf8')) as unknown
+  } catch {
+    return undefined
+  }
 }
 
 /** Why `v` would not come back the same from JSON (undefined when it would), checked to a depth. */
@@ -538,9 +586,10 @@ function fold(records: unknown[], rows: Map<string, RunRow>): number {
 /** The row after `record`; `dropRequest`: without its request (a finished run in memory), in the same copy. */
 function applyStatus(row: RunRow, record: StatusRecord | Extract<RunRecord, { type: 'settled' }>, dropRequest = false): RunRow {
   // one copy either way (a delete would slow every later read of the row)
-  const { request, ...rest } = row
+  const { request, received, ...rest } = row
   const next: RunRow = rest
   if (request !== undefined && !dropRequest) next.request = request
+  if (received !== undefined && !dropRequest) next.received = received
   next.status = record.status
   next.updatedAt = record.at
   if (record.status === 'running') next.startedAt = record.at

@@ -15,10 +15,10 @@ function freshDir(): string {
 
 interface Captured { code: number; stdout: string; stderr: string }
 
-async function runs(argv: string[], stateDir = '/nonexistent-default-state'): Promise<Captured> {
+async function runs(argv: string[], stateDir = '/nonexistent-default-state', now?: () => number): Promise<Captured> {
   let stdout = ''
   let stderr = ''
-  const code = await runsCommand(argv, { stateDir }, { stdout: (t) => { stdout += t }, stderr: (t) => { stderr += t } })
+  const code = await runsCommand(argv, { stateDir, ...(now ? { now } : {}) }, { stdout: (t) => { stdout += t }, stderr: (t) => { stderr += t } })
   return { code, stdout, stderr }
 }
 
@@ -206,3 +206,64 @@ usage('exits 1 when the state path cannot be read as a directory', async () => {
 })
 
 usage.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const filters = suite('runsCommand filters')
+
+const ids = (out: Captured) => (JSON.parse(out.stdout) as RunRow[]).map((r) => r.id)
+
+filters('--kind keeps only runs of that kind of definition', async () => {
+  const { dir, store } = await seededStateDir()
+  assert.equal(ids(await runs(['--state', dir, '--json', '--kind', 'trigger'])), ['run-trig'])
+  assert.equal(ids(await runs(['--state', dir, '--json', '--kind', 'hook'])), ['run-wake', 'run-bad', 'run-ok'])
+  assert.equal(ids(await runs(['--state', dir, '--json', '--kind', 'task'])), [])
+  await store.close()
+})
+
+filters('--status takes a comma list or repeats, and keeps runs in any of them', async () => {
+  const { dir, store } = await seededStateDir()
+  assert.equal(ids(await runs(['--state', dir, '--json', '--status', 'failed'])), ['run-bad'])
+  assert.equal(ids(await runs(['--state', dir, '--json', '--status', 'failed,queued'])), ['run-wake', 'run-bad'])
+  assert.equal(ids(await runs(['--state', dir, '--json', '--status', 'succeeded', '--status', 'running'])), ['run-trig', 'run-ok'])
+  await store.close()
+})
+
+filters('--definition keeps only runs of that mapping, trigger or task', async () => {
+  const { dir, store } = await seededStateDir()
+  assert.equal(ids(await runs(['--state', dir, '--json', '--definition', 'gmail'])), ['run-bad'])
+  assert.equal(ids(await runs(['--state', dir, '--json', '--definition', 'github'])), ['run-ok'])
+  await store.close()
+})
+
+filters('--since keeps only runs created within the duration, parsed as hookgate rejects parses it', async () => {
+  const { dir, store } = await seededStateDir()
+  // runs were created at 10:01 (run-ok), 10:04 (run-bad), 10:06 (run-wake), 10:07 (run-trig)
+  const at1010 = () => Date.parse('2025-03-01T10:10:00.000Z')
+  assert.equal(ids(await runs(['--state', dir, '--json', '--since', '5m'], undefined, at1010)), ['run-trig', 'run-wake'])
+  assert.equal(ids(await runs(['--state', dir, '--json', '--since', '1h'], undefined, at1010)), ['run-trig', 'run-wake', 'run-bad', 'run-ok'])
+  await store.close()
+})
+
+filters('filters combine, --limit counts what passes them, and the summary says so', async () => {
+  const { dir, store } = await seededStateDir()
+  assert.equal(ids(await runs(['--state', dir, '--json', '--kind', 'hook', '--status', 'failed,succeeded', '--limit', '1'])), ['run-bad'])
+  const out = await runs(['--state', dir, '--kind', 'hook', '--status', 'failed,succeeded'])
+  assert.is(out.code, 0)
+  assert.is(out.stdout.trimEnd().split('\n').length, 3)
+  assert.is(out.stderr, '2 runs (1 succeeded, 1 failed) matching the filters\n')
+  const none = await runs(['--state', dir, '--definition', 'nothing-here'])
+  assert.is(none.stdout, '')
+  assert.is(none.stderr, 'no runs match the filters (of 4 in the history)\n')
+  await store.close()
+})
+
+filters('exits 2 with the usage for an unknown kind, status or duration', async () => {
+  for (const argv of [['--kind', 'webhook'], ['--status', 'done'], ['--status', 'failed,nope'], ['--since', '1w'], ['--definition', '']]) {
+    const out = await runs(argv)
+    assert.is(out.code, 2, argv.join(' '))
+    assert.ok(out.stderr.endsWith(`${RUNS_USAGE}\n`), out.stderr)
+  }
+})
+
+filters.run()

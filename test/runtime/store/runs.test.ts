@@ -430,3 +430,43 @@ compact('keeps an old finished run whose Idempotency-Key may still be retried', 
 })
 
 compact.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const received = suite('RunStore received requests (for hookgate runs replay)')
+
+const receivedOf = (payload: unknown) => ({ path: '/hooks/orders', query: {}, headers: { 'x-source': 'shop', authorization: '[redacted]' }, payload })
+
+received('a received request is on disk, not in memory, and one over 64 KiB lives in a blob that readReceived reads back', async () => {
+  const dir = freshDir()
+  const store = openStore(dir)
+  const big = receivedOf({ text: 'x'.repeat(100 * 1024) })
+  await store.create(newRun('small', { status: 'failed', received: receivedOf({ id: 1 }) }))
+  await store.create(newRun('large', { status: 'failed', received: big, replayOf: 'small' }))
+  assert.is(store.get('small')!.received, undefined, 'memory does not keep what only a replay reads')
+  assert.is(store.get('large')!.replayOf, 'small')
+  await store.close()
+  const line = readFileSync(join(dir, RUNS_FILE), 'utf8').split('\n').find((l) => l.includes('"large"'))!
+  assert.ok(line.length < 2048, 'the large payload is not in the line')
+  const rows = RunStore.readRows(dir)
+  const large = rows.find((r) => r.id === 'large')!
+  assert.ok(large.receivedBlob, 'the line names its blob')
+  assert.equal(RunStore.readReceived(dir, large), big)
+  assert.equal(RunStore.readReceived(dir, rows.find((r) => r.id === 'small')!), receivedOf({ id: 1 }))
+})
+
+received('a compaction keeps the received-request blobs of kept runs and drops them past keepRequestBytes', async () => {
+  const dir = freshDir()
+  const store = RunStore.open(dir, { now: steppingClock(), fsync: false })
+  for (let i = 0; i < 3; i++) await store.create(newRun(`big-${i}`, { status: 'failed', received: receivedOf({ text: `${i}`.repeat(100 * 1024) }) }))
+  await store.close()
+  // Regression guard: the sweep removed every blob not named by a requestBlob, received ones included.
+  const kept = RunStore.open(dir, { compactAboveBytes: 1, fsync: false })
+  await kept.close()
+  for (const row of RunStore.readRows(dir)) assert.ok(RunStore.readReceived(dir, row), `${row.id}'s request survives a compaction`)
+  const budget = RunStore.open(dir, { compactAboveBytes: 1, keepRequestBytes: 150 * 1024, fsync: false })
+  await budget.close()
+  assert.equal(RunStore.readRows(dir).map((r) => RunStore.readReceived(dir, r) !== undefined), [true, false, false], 'the newest within the budget')
+})
+
+received.run()

@@ -1,0 +1,123 @@
+// `hookgate runs replay RUN_ID [--payload FILE] [--state DIR] [--url URL] [--token-file FILE]`: sends
+// a past run's stored request (the request its mapping saw, secret headers left out) to the running
+// server again, with the hook token and `x-hookgate-replay-of: RUN_ID`. The server runs it through
+// the bundle it serves now, as a new run with `replayOf` set, accepted durably like any request; a
+// signed mapping takes it on the token, since the sender's signature headers were never stored.
+// This command only reads the history: the server alone writes it.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { getCommand, readCommandArgs, usageLine } from '../commands.js'
+import { GENERATED_TOKEN_FILE } from '../secrets.js'
+import { RUNS_FILE, RunStore } from './runs.js'
+import { printable, readHistory, type CommandIO } from './runs-cli.js'
+
+export const RUNS_REPLAY_USAGE = usageLine(getCommand('runs replay'))
+
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const
+
+/** Headers never sent again: the transport's own, the ones the replay sets itself, and a stored Idempotency-Key (the replay would be answered as the original). */
+const NOT_REPLAYED = new Set([
+  'host', 'content-length', 'content-type', 'transfer-encoding', 'connection', 'keep-alive', 'expect', 'upgrade', 'te', 'trailer',
+  'authorization', 'x-hookgate-token', 'x-hookgate-replay-of', 'idempotency-key', 'x-correlation-id',
+])
+
+const processIO: CommandIO = {
+  stdout: (text) => { process.stdout.write(text) },
+  stderr: (text) => { process.stderr.write(text) },
+}
+
+export async function runsReplayCommand(argv: string[], defaults: { stateDir: string; env?: NodeJS.ProcessEnv }, io: CommandIO = processIO): Promise<number> {
+  const parsed = readCommandArgs('runs replay', argv, io)
+  if (parsed.kind !== 'ok') return parsed.exit!
+  const values = parsed.values as { payload?: string; state?: string; url: string; 'token-file'?: string }
+  const usage = (why: string): number => {
+    io.stderr(`hookgate runs replay: ${why}\n${RUNS_REPLAY_USAGE}\n`)
+    return EXIT.usage
+  }
+  if (parsed.positionals.length !== 1 || parsed.positionals[0] === '') return usage('name one run id')
+  const id = parsed.positionals[0]!
+  const stateDir = values.state || defaults.stateDir
+  let server: URL
+  try {
+    server = new URL(values.url)
+    if (server.protocol !== 'http:' && server.protocol !== 'https:') throw new Error('not http')
+  } catch {
+    return usage(`--url takes the server's http:// or https:// address, not "${values.url}"`)
+  }
+
+  let payload: unknown
+  let hasPayload = false
+  if (values.payload !== undefined) {
+    try {
+      const text = readFileSync(values.payload, 'utf8')
+      payload = text.trim() === '' ? {} : JSON.parse(text)
+      hasPayload = true
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException
+      return usage(e.code ? `cannot read ${values.payload}: ${e.code}` : `${values.payload} is not valid JSON: ${e.message}`)
+    }
+  }
+  const token = readToken(values['token-file'], defaults.env ?? process.env, stateDir)
+  if ('error' in token) return usage(token.error)
+
+  const history = readHistory('runs replay', stateDir, io)
+  if (!history) return EXIT.failed
+  const row = history.rows.find((r) => r.id === id)
+  if (!row) {
+    io.stderr(`hookgate runs replay: no run with id ${printable(id)} in ${join(stateDir, RUNS_FILE)}\n`)
+    return EXIT.failed
+  }
+  const received = RunStore.readReceived(stateDir, row)
+  if (!received) {
+    io.stderr(`hookgate runs replay: run ${id} has no stored request to send again (only mapped runs recorded by this version keep one, and a compaction may have dropped an old run's)\n`)
+    return EXIT.failed
+  }
+
+  const target = new URL(received.path, server)
+  for (const [k, v] of Object.entries(received.query)) target.searchParams.append(k, v)
+  const headers: Record<string, string> = {}
+  for (const [k, v] of Object.entries(received.headers)) {
+    // a secret was stored as [redacted]: the replay goes without it
+    if (!NOT_REPLAYED.has(k) && v !== '[redacted]') headers[k] = v
+  }
+  headers['content-type'] = 'application/json'
+  headers.authorization = `Bearer ${token.value}`
+  headers['x-hookgate-replay-of'] = id
+
+  let status: number
+  let text: string
+  try {
+    const response = await fetch(target, { method: 'POST', headers, body: JSON.stringify(hasPayload ? payload : received.payload), redirect: 'manual', signal: AbortSignal.timeout(30_000) })
+    status = response.status
+    text = await response.text()
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause
+    io.stderr(`hookgate runs replay: cannot reach the server at ${server.origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}\n`)
+    return EXIT.failed
+  }
+  if (text !== '') io.stdout(text.endsWith('\n') ? text : `${text}\n`)
+  let answer: { runId?: unknown; code?: unknown; error?: unknown } = {}
+  try { answer = text === '' ? {} : JSON.parse(text) } catch { /* shown above as it came */ }
+  if (status >= 200 && status < 300) {
+    io.stderr(typeof answer.runId === 'string' ? `replayed run ${id} as run ${answer.runId} (${status})\n` : `replayed run ${id}: the server answered ${status}\n`)
+    return EXIT.ok
+  }
+  io.stderr(`hookgate runs replay: the server refused the replay of run ${id}: ${status}${typeof answer.code === 'string' ? ` ${printable(answer.code)}` : ''}\n`)
+  return EXIT.failed
+}
+
+/** The hook token: --token-file, else $HOOKGATE_TOKEN, else the one the server generated into the state directory. */
+function readToken(file: string | undefined, env: NodeJS.ProcessEnv, stateDir: string): { value: string } | { error: string } {
+  const from = (path: string, missing: string): { value: string } | { error: string } => {
+    let text: string
+    try {
+      text = readFileSync(path, 'utf8').trim()
+    } catch (err) {
+      return { error: `${missing} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}: ${path})` }
+    }
+    return text === '' ? { error: `${path} is empty` } : { value: text }
+  }
+  if (file !== undefined) return from(file, 'cannot read --token-file')
+  if (env.HOOKGATE_TOKEN) return { value: env.HOOKGATE_TOKEN }
+  return from(join(stateDir, GENERATED_TOKEN_FILE), 'no hook token: pass --token-file FILE or set HOOKGATE_TOKEN (none was generated into the state directory)')
+}
