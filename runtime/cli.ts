@@ -8,6 +8,7 @@ import { wrapExternalContent } from './envelope.js'
 import { startService } from './service.js'
 import { runsCommand } from './store/runs-cli.js'
 import { rejectsCommand } from './store/rejects-cli.js'
+import { tasksCommand } from './scheduler/tasks-cli.js'
 import { HttpError } from './http/errors.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './http/requests.js'
 import type { BundleConfig } from './bundle-format.js'
@@ -23,6 +24,7 @@ export async function main(command: string, argv: string[]): Promise<number | un
   if (command === 'serve') return serveCommand(argv)
   if (command === 'runs') return runsCommand(argv, { stateDir: '.hookgate' })
   if (command === 'rejects') return rejectsCommand(argv, { stateDir: '.hookgate' })
+  if (command === 'tasks') return tasksCommand(argv, { stateDir: '.hookgate' })
   process.stderr.write(`hookgate ${command}: not available in this build yet\n`)
   return EXIT.usage
 }

@@ -39,6 +39,8 @@ export interface RowExtra {
   id?: string
   idempotency?: { key: string; fingerprint: string }
   response?: { status: number; body: Record<string, unknown> }
+  /** a task's firing: its slot (the run id is derived from it, so a slot is claimed once) */
+  scheduledFor?: string
 }
 
 /** The model side, as the engine needs it (runtime/agents/models.ts builds it from the bundle). */
@@ -60,6 +62,7 @@ function rowFields(extra: RowExtra): RowExtra {
   if (extra.id !== undefined) out.id = extra.id
   if (extra.idempotency) out.idempotency = extra.idempotency
   if (extra.response) out.response = extra.response
+  if (extra.scheduledFor !== undefined) out.scheduledFor = extra.scheduledFor
   return out
 }
 
@@ -170,6 +173,7 @@ export class Engine {
     if (input.name) run.name = input.name
     if (extra.idempotency) run.idempotency = extra.idempotency
     if (extra.response) run.response = extra.response
+    if (extra.scheduledFor !== undefined) run.scheduledFor = extra.scheduledFor
     const row = await this.runs.create(run)
     const session = this.session(input.agentId)
     const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })

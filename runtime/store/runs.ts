@@ -54,6 +54,8 @@ export interface RunRow {
   idempotency?: { key: string; fingerprint: string }
   /** the answer the client was given, replayed to a repeat with the same Idempotency-Key */
   response?: { status: number; body: Record<string, unknown> }
+  /** a task's run: the slot it fired for (ISO-8601 UTC); the scheduler finds its last firing by it */
+  scheduledFor?: string
 }
 
 export type RunRecord =
@@ -425,7 +427,7 @@ export class RunStore {
   }
 }
 
-const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
+const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name', 'scheduledFor'] as const
 const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob'] as const
 const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
 
