@@ -3,7 +3,7 @@
 // server was down is caught up once with catchUp: once (the default) and not with skip.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { compileProject, serveProject, setTestToken, until, type Harness } from './harness.js'
+import { compileProject, recompile, serveProject, setTestToken, until, type Harness } from './harness.js'
 import { RunStore, type RunRow } from '../../../runtime/store/runs.js'
 import { fireTask, taskRunId } from '../../../runtime/scheduler/fire.js'
 import { sleep } from '../../helpers/async.js'
@@ -44,7 +44,7 @@ function assertNoSlotTwice(rows: RunRow[]): void {
 
 const fires = suite('a task with every: 2s, served')
 
-fires('fires on its 2 s slots and writes task rows with scheduledFor, which then succeed', async () => {
+fires('fires on its 2 s slots and writes task rows with scheduledFor, which then succeed, and a reload fires no slot twice', async () => {
   const project = await compileProject(config('every: 2s'))
   const h = await serveProject(project)
   try {
@@ -59,6 +59,12 @@ fires('fires on its 2 s slots and writes task rows with scheduledFor, which then
     assertNoSlotTwice(rows)
     const first = rows[rows.length - 1]!
     await until('the first firing to succeed', () => (RunStore.readRows(h.stateDir).find((r) => r.id === first.id)?.status === 'succeeded' ? true : undefined), 4000)
+    // A reload (here: another task added) keeps the task's place: no slot fires twice.
+    await recompile(project, config('every: 2s') + '      - name: later\n        schedule: "@yearly"\n        target: wake\n')
+    assert.is(await h.service.reload(), true)
+    const seen = taskRows(h.stateDir).length
+    await until('two more task rows after the reload', () => (taskRows(h.stateDir).length >= seen + 2 ? true : undefined), 7000)
+    assertNoSlotTwice(taskRows(h.stateDir))
   } finally {
     await h.close()
   }
