@@ -92,6 +92,12 @@ export const DiagnosticCodes = {
   TRANSFORM_ENV_SECRET: 'transform.env lists the variable that holds hooks.token',
   TRANSFORM_BUILD: 'esbuild could not build the transform module',
   CRON_INVALID: 'a task schedule is not a valid five-field cron expression',
+  CRON_NEVER_FIRES: 'a task schedule names days that never occur in its months (e.g. 30 2)',
+  TASK_SCHEDULE_MISSING: 'a task has neither schedule nor every',
+  TASK_SCHEDULE_TWICE: 'a task has both schedule and every',
+  TASK_TIMEZONE_WITH_EVERY: 'a task with every also sets timezone, which only applies to schedule',
+  EVERY_INVALID: 'a task interval is not a whole number of s, m, h or d',
+  TIMEZONE_UNKNOWN: 'a task timezone is not an IANA time zone name this Node knows',
   TOO_MANY_ERRORS: 'more errors were found than --max-errors allows to print',
 } as const
 

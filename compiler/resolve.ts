@@ -7,10 +7,11 @@ import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { closest, type DiagnosticBag, type Location } from './diagnostics.js'
 import type { ExpandedConfig, RouteSpec } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
-import type { HooksConfig, SecretRefConfig, TokenRefConfig, WorkflowConfig } from './schema.js'
+import type { HooksConfig, SecretRefConfig, TaskConfig, TokenRefConfig, WorkflowConfig } from './schema.js'
+import { compileCron, compileEvery, isKnownTimeZone } from './cron.js'
 import { LeftOut } from './validate.js'
 
-import type { BundleChannel, BundleConfig, BundleProvider, BundleSignature, SecretSpec } from '../runtime/bundle-format.js'
+import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
 import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/runs.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
@@ -28,17 +29,7 @@ export interface ResolvedRoute extends RouteSpec {
 
 export type ResolvedAgent = BundleConfig['agents'][number]
 
-export interface ResolvedTask {
-  id: string
-  agentId: string
-  name: string
-  schedule: string
-  target: 'agent' | 'workflow' | 'wake'
-  workflow?: string
-  prompt?: string
-  timeoutSeconds?: number
-  notify: 'silent' | 'done' | 'state'
-}
+export type ResolvedTask = BundleTask
 
 export type ServerSettings = BundleConfig['server']
 
@@ -494,13 +485,13 @@ function resolveTasks(config: HooksConfig, loaded: LoadedConfig, bag: Diagnostic
   ;(config.agents ?? []).forEach((agent, a) => {
     ;(agent.tasks ?? []).forEach((t, i) => {
       const at: PathSegment[] = ['agents', a, 'tasks', i]
-      const problem = cronProblem(t.schedule)
-      if (problem) bag.error('CRON_INVALID', `schedule "${t.schedule}": ${problem}`, loaded.locate([...at, 'schedule']), 'five fields: minute hour day-of-month month day-of-week, e.g. "*/15 * * * *"')
+      const when = resolveTaskSchedule(t, at, loaded, bag)
       if (t.target === 'workflow') {
         if (t.workflow === undefined) bag.error('WORKFLOW_MISSING', `task "${t.name}" has target workflow but no workflow`, loaded.locate(at))
         else if (!workflowIds.has(t.workflow) && !leftOut.mayDeclare('workflows', t.workflow)) bag.error('WORKFLOW_UNKNOWN', `workflow "${t.workflow}" is not declared under workflows`, loaded.locate([...at, 'workflow']), hintFrom(t.workflow, workflowIds))
       }
-      const task: ResolvedTask = { id: `task:${agent.id}:${i + 1}`, agentId: agent.id, name: t.name, schedule: t.schedule, target: t.target, notify: t.notify ?? 'done' }
+      const task: ResolvedTask = { id: `task:${agent.id}:${i + 1}`, agentId: agent.id, name: t.name, schedule: t.schedule ?? `every ${t.every ?? ''}`, target: t.target, notify: t.notify ?? 'done', catchUp: t.catchUp ?? 'once' }
+      if (when) task.when = when
       if (t.workflow !== undefined) task.workflow = t.workflow
       if (t.prompt !== undefined) task.prompt = t.prompt
       if (t.timeoutSeconds !== undefined) task.timeoutSeconds = t.timeoutSeconds
@@ -510,24 +501,37 @@ function resolveTasks(config: HooksConfig, loaded: LoadedConfig, bag: Diagnostic
   return tasks
 }
 
-const CRON_FIELDS: Array<[string, number, number]> = [['minute', 0, 59], ['hour', 0, 23], ['day of month', 1, 31], ['month', 1, 12], ['day of week', 0, 7]]
-
-/** Undefined when the five-field expression is valid, else what is wrong with it. */
-export function cronProblem(expr: string): string | undefined {
-  const fields = expr.trim().split(/\s+/)
-  if (fields.length !== 5) return `has ${fields.length} fields, not 5`
-  for (let i = 0; i < 5; i++) {
-    const [label, min, max] = CRON_FIELDS[i]!
-    for (const part of fields[i]!.split(',')) {
-      const m = /^(\*|(\d+)(?:-(\d+))?)(?:\/(\d+))?$/.exec(part)
-      if (!m) return `${label} "${part}" is not a number, range, list or step`
-      const lo = m[2] !== undefined ? Number(m[2]) : min
-      const hi = m[3] !== undefined ? Number(m[3]) : lo
-      if (m[2] !== undefined && (lo < min || hi > max || lo > hi)) return `${label} "${part}" is outside ${min}-${max}`
-      if (m[4] !== undefined && Number(m[4]) === 0) return `${label} "${part}" has a step of 0`
-    }
+/** A task's `schedule` or `every` (exactly one) and its `timezone`, compiled; undefined after an error. */
+function resolveTaskSchedule(t: TaskConfig, at: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): BundleSchedule | undefined {
+  if (t.schedule === undefined && t.every === undefined) {
+    bag.error('TASK_SCHEDULE_MISSING', `task "${t.name}" has neither schedule nor every`, loaded.locate(at), 'write schedule: "0 9 * * MON-FRI" (cron) or every: 15m (a fixed interval)')
+    return undefined
   }
-  return undefined
+  if (t.schedule !== undefined && t.every !== undefined) {
+    bag.error('TASK_SCHEDULE_TWICE', `task "${t.name}" has both schedule and every`, loaded.locate([...at, 'every'], 'key'), 'keep one: schedule for a cron expression, every for a fixed interval')
+    return undefined
+  }
+  if (t.every !== undefined) {
+    if (t.timezone !== undefined) bag.error('TASK_TIMEZONE_WITH_EVERY', `task "${t.name}": timezone applies to schedule, not to every`, loaded.locate([...at, 'timezone'], 'key'), 'an interval runs every so many seconds whatever the zone; drop timezone or use schedule')
+    const ms = compileEvery(t.every)
+    if (typeof ms === 'string') {
+      bag.error('EVERY_INVALID', `every ${ms}`, loaded.locate([...at, 'every']), 'e.g. every: 90s, 15m, 2h or 1d')
+      return undefined
+    }
+    return { kind: 'every', everyMs: ms }
+  }
+  const timezone = t.timezone ?? 'UTC'
+  let zoneOk = true
+  if (!isKnownTimeZone(timezone)) {
+    bag.error('TIMEZONE_UNKNOWN', `timezone "${timezone}" is not an IANA time zone name`, loaded.locate([...at, 'timezone']), 'e.g. UTC, Europe/Berlin, America/New_York')
+    zoneOk = false
+  }
+  const cron = compileCron(t.schedule!, timezone)
+  if (!cron.ok) {
+    bag.error(cron.code, `schedule "${t.schedule}": ${cron.problem}`, loaded.locate([...at, 'schedule']), cron.code === 'CRON_INVALID' ? 'five fields: minute hour day-of-month month day-of-week, e.g. "*/15 * * * *", or @hourly, @daily, @weekly, @monthly, @yearly' : undefined)
+    return undefined
+  }
+  return zoneOk ? cron.schedule : undefined
 }
 
 function warnIgnoredFields(route: ResolvedRoute, loaded: LoadedConfig, bag: DiagnosticBag): void {

@@ -140,7 +140,10 @@ export const TriggerSchema = Type.Object({
 
 export const TaskSchema = Type.Object({
   name: Type.String({ minLength: 1 }),
-  schedule: Type.String({ minLength: 9, description: 'five-field cron expression, UTC' }),
+  schedule: Type.Optional(Type.String({ minLength: 1, description: 'five-field cron expression or @hourly, @daily, @weekly, @monthly, @yearly (in timezone, default UTC)' })),
+  every: Type.Optional(Type.String({ minLength: 1, description: 'a fixed interval instead of schedule, e.g. 90s, 15m, 2h, 1d' })),
+  timezone: Type.Optional(Type.String({ minLength: 1, description: 'IANA time zone the schedule is read in, e.g. Europe/Berlin; default UTC' })),
+  catchUp: Type.Optional(Type.Enum(['skip', 'once'], { description: 'a slot missed while the service was down: once (default) runs it at start, skip does not' })),
   target: Type.Enum(['agent', 'workflow', 'wake']),
   workflow: Type.Optional(Id),
   prompt: Type.Optional(Type.String()),
@@ -242,6 +245,7 @@ export type MappingConfig = Static<typeof MappingSchema>
 export type SignatureConfig = Static<typeof SignatureSchema>
 export type AgentConfig = Static<typeof AgentSchema>
 export type TriggerConfig = Static<typeof TriggerSchema>
+export type TaskConfig = Static<typeof TaskSchema>
 export type WorkflowConfig = Static<typeof WorkflowSchema>
 export type TokenRefConfig = Static<typeof TokenRef>
 export type SecretRefConfig = Static<typeof SecretRef>

@@ -2,7 +2,7 @@
 // bundle exports. The compiler imports this file; this file imports nothing.
 
 /** Bump when a runtime of the previous version could not serve the new bundle correctly. */
-export const FORMAT_VERSION = 4
+export const FORMAT_VERSION = 5
 export const BUNDLE_FILE = 'hookgate.bundle.mjs'
 export const MANIFEST_FILE = 'manifest.json'
 
@@ -153,9 +153,48 @@ export interface BundleConfig {
   providers: BundleProvider[]
   channels: BundleChannel[]
   defaultAgentId: string
-  tasks: Array<{ id: string; agentId: string; name: string; schedule: string; target: ActionKind; workflow?: string; prompt?: string; timeoutSeconds?: number; notify: 'silent' | 'done' | 'state' }>
+  tasks: BundleTask[]
   gmail: Record<string, unknown> | null
   configDirFromBundle: string
+}
+
+/** A Task's schedule as the compiler leaves it: plain numbers the scheduler compares (runtime/scheduler). */
+export type BundleSchedule =
+  | {
+    kind: 'cron'
+    minutes: number[]
+    hours: number[]
+    /** days of the month, 1-31 */
+    days: number[]
+    /** 1-12 */
+    months: number[]
+    /** 0-6, Sunday 0 */
+    weekdays: number[]
+    /** the field started with `*`: when neither day field did, a day matching either fires */
+    dayOfMonthStar: boolean
+    dayOfWeekStar: boolean
+    /** no `*` in minute or hour: a slot in a skipped hour runs once after it, a repeated hour runs once */
+    fixedTime: boolean
+    /** an IANA name, UTC unless the task set one */
+    timezone: string
+  }
+  | { kind: 'every'; everyMs: number }
+
+export interface BundleTask {
+  id: string
+  agentId: string
+  name: string
+  /** as written: the cron expression, or `every 90s` */
+  schedule: string
+  /** absent in bundles from before tasks fired: the scheduler skips such a task and says to recompile */
+  when?: BundleSchedule
+  /** a slot missed while the service was down: `once` runs it at start, `skip` does not */
+  catchUp?: 'skip' | 'once'
+  target: ActionKind
+  workflow?: string
+  prompt?: string
+  timeoutSeconds?: number
+  notify: 'silent' | 'done' | 'state'
 }
 
 import type { RenderContext, CompiledRender } from './template-helpers.js'

@@ -9,6 +9,7 @@ import { startService } from './service.js'
 import { runsCommand, runsShowCommand } from './store/runs-cli.js'
 import { runsReplayCommand } from './store/runs-replay.js'
 import { rejectsCommand } from './store/rejects-cli.js'
+import { tasksCommand } from './scheduler/tasks-cli.js'
 import { HttpError } from './http/errors.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './http/requests.js'
 import type { BundleConfig } from './bundle-format.js'
@@ -26,6 +27,7 @@ export async function main(command: string, argv: string[]): Promise<number | un
   if (command === 'runs show') return runsShowCommand(argv, { stateDir: '.hookgate' })
   if (command === 'runs replay') return runsReplayCommand(argv, { stateDir: '.hookgate' })
   if (command === 'rejects') return rejectsCommand(argv, { stateDir: '.hookgate' })
+  if (command === 'tasks') return tasksCommand(argv, { stateDir: '.hookgate' })
   process.stderr.write(`hookgate ${command}: not available in this build yet\n`)
   return EXIT.usage
 }

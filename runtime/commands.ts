@@ -133,6 +133,21 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
   },
   {
+    name: 'tasks',
+    args: '',
+    summary: 'list the scheduled tasks of a compiled bundle with their next firing times',
+    side: 'runtime',
+    flags: [
+      { name: 'bundle', value: 'PATH', default: 'dist', description: 'the compiled bundle: the --out folder or the bundle file in it' },
+      { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each task\'s last firing (default: .hookgate)' },
+      { name: 'json', description: 'print the tasks as a JSON array on stdout' },
+      { name: 'count', value: 'N', default: '5', description: 'how many next firing times to show per task' },
+    ],
+    notes: [
+      'times are ISO-8601 UTC; a cron schedule is read in its task\'s timezone (default UTC)',
+    ],
+  },
+  {
     name: 'rejects',
     args: '',
     summary: 'show refused requests and why (status, reason code, client, path), newest first',

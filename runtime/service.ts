@@ -19,6 +19,8 @@ import { prepareSignatures } from './http/signatures.js'
 import { isoNow } from './clock.js'
 import { acquireStateLock } from './store/state-lock.js'
 import { RejectLog } from './store/rejects.js'
+import { Scheduler } from './scheduler/scheduler.js'
+import { fireTask, lastFiredSlots } from './scheduler/fire.js'
 import { countReload, installMetricHooks, metricsRenderer } from './service-metrics.js'
 
 export interface ServeOptions {
@@ -48,6 +50,7 @@ export interface Service {
   stateDir: string
   server: Server
   engine: Engine
+  scheduler: Scheduler
   current(): Serving
   /** reloads the bundle file; resolves true when a new bundle was swapped in */
   reload(): Promise<boolean>
@@ -82,6 +85,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
   let limiter: AuthLimiter
   let idempotency: IdempotencyIndex
   let rejects: RejectLog | undefined
+  let firedAtStart: ReadonlyMap<string, number> = new Map()
   const host = options.host ?? first.config.server.host
   const port = options.port ?? first.config.server.port
   try {
@@ -103,6 +107,8 @@ export async function startService(options: ServeOptions): Promise<Service> {
     limiter = new AuthLimiter(first.config.server.authFailures)
     idempotency = new IdempotencyIndex(first.config.server.idempotencyWindowMs)
     idempotency.load(opened.runs.list())
+    // Before the trim: the whole history is in memory, so a task's last firing is found however old.
+    firedAtStart = lastFiredSlots(opened.runs.list())
     // After the keys are loaded, keep only the recent history in memory.
     opened.runs.trim()
     rejects = RejectLog.open(stateDir, { warn: (error) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'rejected-request log', error })) })
@@ -117,6 +123,11 @@ export async function startService(options: ServeOptions): Promise<Service> {
   let serving = firstServing
   const engine = opened
   const refusals = rejects!
+  const scheduler = new Scheduler({
+    fire: (task, slot) => fireTask(engine, task, slot),
+    lastFired: () => lastFiredSlots(engine.runs.list()),
+    log: (level, msg, fields) => write(JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields })),
+  })
   const startedAt = Date.now()
   const handler = createHandler({
     current: () => serving,
@@ -206,6 +217,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     serving = prepared
     void old.pool?.closeWhenIdle()
     engine.configure(next.config, next.workflows, prepared.wiring)
+    scheduler.configure(next.config.tasks)
     idempotency.setWindow(next.config.server.idempotencyWindowMs)
     info('bundle reloaded', { bundle: next.manifest.inputsHash, routes: next.manifest.routes.length })
     if (!next.config.enabled) write(disabledNotice(next.config.basePath))
@@ -263,6 +275,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       const timer = setTimeout(() => server.closeAllConnections(), grace)
       await stopped
       clearTimeout(timer)
+      await scheduler.stop()
       await serving.pool?.close()
       const drained = await engine.drain(grace)
       if (!drained) info('grace period over; unfinished runs resume at the next start')
@@ -274,7 +287,9 @@ export async function startService(options: ServeOptions): Promise<Service> {
     return closing
   }
 
-  return { url, port: address.port, stateDir, server, engine, current: () => serving, reload, close }
+  // Last, once everything it fires into is open: a missed slot is caught up before start resolves.
+  await scheduler.start(first.config.tasks, firedAtStart)
+  return { url, port: address.port, stateDir, server, engine, scheduler, current: () => serving, reload, close }
 }
 
 /**

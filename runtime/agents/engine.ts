@@ -43,6 +43,8 @@ export interface RowExtra {
   received?: ReceivedRequest
   /** the run this request replays */
   replayOf?: string
+  /** a task's firing: its slot (the run id is derived from it, so a slot is claimed once) */
+  scheduledFor?: string
 }
 
 /** The model side, as the engine needs it (runtime/agents/models.ts builds it from the bundle). */
@@ -66,6 +68,7 @@ function rowFields(extra: RowExtra): RowExtra {
   if (extra.response) out.response = extra.response
   if (extra.received) out.received = extra.received
   if (extra.replayOf !== undefined) out.replayOf = extra.replayOf
+  if (extra.scheduledFor !== undefined) out.scheduledFor = extra.scheduledFor
   return out
 }
 
@@ -184,6 +187,7 @@ export class Engine {
     if (extra.response) run.response = extra.response
     if (extra.received) run.received = extra.received
     if (extra.replayOf !== undefined) run.replayOf = extra.replayOf
+    if (extra.scheduledFor !== undefined) run.scheduledFor = extra.scheduledFor
     const row = await this.runs.create(run)
     const session = this.session(input.agentId)
     const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })

@@ -63,6 +63,8 @@ export interface RunRow {
   receivedBlob?: { name: string; bytes: number }
   /** the run this one replays (`hookgate runs replay`) */
   replayOf?: string
+  /** a task's run: the slot it fired for (ISO-8601 UTC); the scheduler finds its last firing by it */
+  scheduledFor?: string
 }
 
 /** What `received` holds: the request a mapping saw, without its secrets. */
@@ -452,7 +454,7 @@ export class RunStore {
   }
 }
 
-const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name', 'replayOf'] as const
+const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name', 'replayOf', 'scheduledFor'] as const
 const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob', 'received', 'receivedBlob'] as const
 /** Data fields that move into a blob when large, each with the field that then names the blob. */
 const BLOB_FIELDS = [['request', 'requestBlob'], ['received', 'receivedBlob']] as const

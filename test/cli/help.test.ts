@@ -25,7 +25,7 @@ const help = suite('hookgate <command> --help, for every command in the command 
 
 help('the table has the commands the issue names, so the walk below is not vacuous', () => {
   const names = COMMANDS.map((c) => c.name)
-  for (const name of ['compile', 'schema', 'try', 'serve', 'runs', 'import openclaw', 'webhooks gmail setup', 'webhooks gmail run']) assert.ok(names.includes(name), `missing ${name}`)
+  for (const name of ['compile', 'schema', 'try', 'serve', 'runs', 'tasks', 'import openclaw', 'webhooks gmail setup', 'webhooks gmail run']) assert.ok(names.includes(name), `missing ${name}`)
 })
 
 for (const { c, long, short, viaHelp } of helpRuns) {

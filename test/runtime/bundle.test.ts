@@ -117,9 +117,14 @@ load('a bundle of a newer format says to upgrade hookgate on this host', async (
   assert.ok(e.message.includes('9.9.9'), 'the message names the hookgate that compiled it')
 })
 
-load('a bundle of format 5 (after signatures made format 4) says to upgrade hookgate on this host', async () => {
-  const e = await loadError(loadBundle(handMadeBundle(5)))
+load('a bundle of format 6 (after compiled task schedules made format 5) says to upgrade hookgate on this host', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(6)))
   assert.match(e.message, /upgrade hookgate on this host/)
+})
+
+load('a bundle of format 4 (before compiled task schedules) says to recompile', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(4)))
+  assert.match(e.message, /recompile/)
 })
 
 load('a bundle of format 3 (before signature blocks) says to recompile', async () => {

@@ -1,0 +1,105 @@
+// `hookgate tasks [--bundle dist] [--state DIR] [--json] [--count N]`: each scheduled task of a
+// compiled bundle with its next firing times, and its last firing when a run history is at hand.
+// Reads the bundle and the history only; the list goes to stdout, notes to stderr.
+import { existsSync } from 'node:fs'
+import type { BundleTask } from '../bundle-format.js'
+import { loadBundle } from '../bundle.js'
+import { getCommand, readCommandArgs, usageLine } from '../commands.js'
+import { RunStore } from '../store/runs.js'
+import { printable, type CommandIO } from '../store/runs-cli.js'
+import { slotClock } from './cron.js'
+import { lastFiredSlots } from './fire.js'
+
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const
+const TASKS_USAGE = usageLine(getCommand('tasks'))
+const MAX_COUNT = 1000
+
+const processIO: CommandIO = {
+  stdout: (text) => { process.stdout.write(text) },
+  stderr: (text) => { process.stderr.write(text) },
+}
+
+export interface TaskListing {
+  id: string
+  agentId: string
+  name: string
+  target: BundleTask['target']
+  schedule: string
+  timezone: string | null
+  catchUp: 'skip' | 'once'
+  /** the slot of its last firing in the history, null when none (or no history was read) */
+  lastFiredFor: string | null
+  /** ISO-8601 UTC, soonest first; empty when the bundle has no compiled schedule for it */
+  next: string[]
+}
+
+/** The tasks with their next `count` slots after `now`. */
+export function listTasks(tasks: readonly BundleTask[], lastFired: ReadonlyMap<string, number>, count: number, now: number): TaskListing[] {
+  return tasks.map((t) => {
+    const next: string[] = []
+    if (t.when) {
+      const clock = slotClock(t.when)
+      for (let at = now, i = 0; i < count; i++) {
+        at = clock.next(at)
+        next.push(new Date(at).toISOString())
+      }
+    }
+    const last = lastFired.get(t.id)
+    return {
+      id: t.id, agentId: t.agentId, name: t.name, target: t.target, schedule: t.schedule,
+      timezone: t.when?.kind === 'cron' ? t.when.timezone : null,
+      catchUp: t.catchUp ?? 'once',
+      lastFiredFor: last === undefined ? null : new Date(last).toISOString(),
+      next,
+    }
+  })
+}
+
+export async function tasksCommand(argv: string[], defaults: { stateDir: string }, io: CommandIO = processIO, now: () => number = Date.now): Promise<number> {
+  const parsed = readCommandArgs('tasks', argv, io)
+  if (parsed.kind !== 'ok') return parsed.exit!
+  const values = parsed.values as { bundle: string; state?: string; json?: boolean; count: string }
+  if (!/^[1-9][0-9]*$/.test(values.count) || Number(values.count) > MAX_COUNT) {
+    io.stderr(`hookgate tasks: --count takes a whole number from 1 to ${MAX_COUNT}, not "${values.count}"\n${TASKS_USAGE}\n`)
+    return EXIT.usage
+  }
+  let tasks: readonly BundleTask[]
+  try {
+    tasks = (await loadBundle(values.bundle)).config.tasks
+  } catch (err) {
+    io.stderr(`hookgate tasks: ${(err as Error).message}\n`)
+    return EXIT.failed
+  }
+  const stateDir = values.state ?? defaults.stateDir
+  let lastFired: ReadonlyMap<string, number> = new Map()
+  if (existsSync(stateDir)) {
+    try {
+      lastFired = lastFiredSlots(RunStore.readRows(stateDir))
+    } catch (err) {
+      io.stderr(`hookgate tasks: warning: cannot read the run history in ${stateDir}: ${(err as Error).message}\n`)
+    }
+  }
+  const listing = listTasks(tasks, lastFired, Number(values.count), now())
+  if (values.json) {
+    io.stdout(`${JSON.stringify(listing, null, 2)}\n`)
+    return EXIT.ok
+  }
+  if (listing.length === 0) {
+    io.stderr('no tasks in this bundle (agents[].tasks in hooks.yaml)\n')
+    return EXIT.ok
+  }
+  io.stdout(listing.map(formatTask).join('\n'))
+  return EXIT.ok
+}
+
+function formatTask(t: TaskListing): string {
+  const lines = [
+    `${t.id}  ${printable(t.name)}`,
+    `  target     ${t.target} (agent ${t.agentId})`,
+    `  schedule   ${printable(t.schedule)}${t.timezone ? ` (${t.timezone})` : ''}, catchUp ${t.catchUp}`,
+    `  last fired ${t.lastFiredFor ?? '-'}`,
+  ]
+  if (t.next.length === 0) lines.push('  next       - (no compiled schedule: recompile the bundle with this hookgate)')
+  t.next.forEach((at, i) => lines.push(`${i === 0 ? '  next      ' : '            '} ${at}`))
+  return lines.join('\n') + '\n'
+}
