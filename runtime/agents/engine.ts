@@ -1,18 +1,22 @@
 // What the actions do once accepted: wake queues a system event on an agent's main session (and
 // `now` runs a coalesced heartbeat turn); agent runs an isolated turn under its own session key,
-// delivers the reply when asked, and posts a summary into the main session; workflow runs its steps
-// in dependency order. Every run is on disk before the request is answered, and runs a crash left
+// delivers the reply when asked, and posts a summary into the main session; workflow hands its run to
+// the workflow runner (runtime/workflows/), wired here to the models, sessions, channels and
+// transform workers. Every run is on disk before the request is answered, and runs a crash left
 // unfinished are resumed at start (a reply already on disk is delivered, not asked for again).
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
-import { RunStore, type NewRun, type RunRow } from '../store/runs.js'
+import { RunStore, isFinalStatus, type NewRun, type RunRow } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { templateHelpers } from '../template-helpers.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { MainSession, SESSION_COMPACT_ABOVE_BYTES, TURN_REPLY_MAX_CHARS, clipText, fileSize, type Route } from './session.js'
+import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workflows/runner.js'
+import { createHttpStep } from '../workflows/http-step.js'
+import type { TransformCaller } from '../transforms/pool.js'
 
 export interface Origin {
   definitionKind: 'hook' | 'trigger' | 'task'
@@ -52,6 +56,10 @@ export interface Deliverer {
 export interface EngineWiring {
   models?: Models
   channels?: ReadonlyMap<string, Deliverer>
+  /** the transform workers (workflow steps with action transform) */
+  transforms?: ((caller: TransformCaller, input: Record<string, unknown>) => Promise<unknown>) | null
+  /** http steps' secret headers, resolved at load: `<workflow id>\0<step id>` → header → value */
+  stepSecrets?: ReadonlyMap<string, Record<string, string>>
 }
 
 /** Only the row's own fields of an extra (the HTTP side passes an object that also sends the answer). */
@@ -71,7 +79,6 @@ type IsolatedRecord =
   /** the reply reached its channel: a run resumed after a crash does not send it twice */
   | { type: 'delivered'; runId: string; at: string; note: string }
 type AgentRequest = Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'>
-type WorkflowRequest = Omit<WorkflowInput, 'definitionKind' | 'definitionId' | 'correlationId'>
 
 export const DEFAULT_TURN_TIMEOUT_SECONDS = 120
 
@@ -95,6 +102,9 @@ export class Engine {
   private readonly sessionLocks = new KeyedLock()
   private models: Models = builtinOnly
   private channels: ReadonlyMap<string, Deliverer> = new Map()
+  private transforms: EngineWiring['transforms'] = null
+  private httpStep: StepActions['http'] = createHttpStep(new Map())
+  private readonly workflowRunner: WorkflowRunner
   private closed = false
   /** agent and workflow runs accepted and not yet finished (the backlog the HTTP side bounds) */
   private pendingRuns = 0
@@ -116,6 +126,43 @@ export class Engine {
     }
     this.isolated = Journal.open<IsolatedRecord>(path, { fsync })
     this.slots = new Semaphore(config.server.concurrency ?? 4)
+    this.workflowRunner = new WorkflowRunner({
+      stepsOf: (parentRunId) => this.runs.children(parentRunId),
+      createStep: (run) => this.runs.create(run),
+      moveStep: async (id, status, extra) => {
+        if (status === 'running' && this.runs.get(id)?.status === 'running') await this.runs.transition(id, 'queued')
+        return this.runs.transition(id, status, extra)
+      },
+      outputOf: (row) => this.runs.output(row),
+    }, this.stepActions())
+    this.workflowRunner.start(workflows)
+  }
+
+  /** What each kind of workflow step does here. */
+  private stepActions(): StepActions {
+    return {
+      agent: (agentId, message, timeoutSeconds) => this.complete(agentId, null, [{ role: 'user', content: message }], null, timeoutSeconds),
+      wake: async (agentId, eventId, text, origin) => {
+        await this.queueEvent(agentId, { id: eventId, runId: '', text, external: origin.external, source: origin.source })
+        this.track(this.session(agentId).heartbeat())
+      },
+      http: (call, signal) => this.httpStep(call, signal),
+      transform: async (step, input) => {
+        if (!this.transforms || !step.transform) throw new Error('no transform worker for this step')
+        return this.transforms({ id: step.transform.id, transform: step.transform }, input)
+      },
+      deliver: async (channelId, d, signal) => {
+        const channel = this.channels.get(channelId)
+        if (!channel) throw new Error(`channel "${channelId}" is not configured`)
+        return channel.deliver(d, signal)
+      },
+      sleep: (ms, signal) => new Promise<boolean>((resolve) => {
+        if (signal.aborted) return resolve(false)
+        const timer = setTimeout(() => { signal.removeEventListener('abort', stop); resolve(true) }, ms)
+        const stop = () => { clearTimeout(timer); resolve(false) }
+        signal.addEventListener('abort', stop, { once: true })
+      }),
+    }
   }
 
   /** `compactAboveBytes`: the size past which the session journals are compacted at open (tests) */
@@ -132,6 +179,9 @@ export class Engine {
     this.workflows = workflows
     if (wiring.models) this.models = wiring.models
     if (wiring.channels) this.channels = wiring.channels
+    if (wiring.transforms !== undefined) this.transforms = wiring.transforms
+    if (wiring.stepSecrets) this.httpStep = createHttpStep(wiring.stepSecrets)
+    this.workflowRunner?.configure(workflows)
     this.slots.setLimit(config.server.concurrency ?? 4)
     for (const agent of config.agents) {
       const s = this.session(agent.id)
@@ -201,6 +251,12 @@ export class Engine {
   resumeUnfinished(): number {
     let n = 0
     for (const row of this.runs.unfinished()) {
+      if (row.parentRunId !== undefined) {
+        // a step resumes with its workflow; one whose workflow already ended was left behind
+        const parent = this.runs.get(row.parentRunId)
+        if (!parent || isFinalStatus(parent.status)) this.track(this.runs.transition(row.id, 'failed', { error: 'interrupted: its workflow had already ended' }))
+        continue
+      }
       n++
       if (row.action === 'wake') {
         // Its event still queued: the heartbeat settles it. Read by a turn already: the crash came
@@ -338,43 +394,9 @@ export class Engine {
   private async runWorkflow(row: RunRow, req: WorkflowRequest): Promise<void> {
     this.pendingRuns++
     try {
-      await this.workflowSteps(row, req)
+      await this.workflowRunner.run(row, req)
     } finally {
       this.pendingRuns--
-    }
-  }
-
-  private async workflowSteps(row: RunRow, req: WorkflowRequest): Promise<void> {
-    await this.runs.transition(row.id, 'running')
-    const wf = this.workflows.get(req.workflow)
-    if (!wf) {
-      await this.runs.transition(row.id, 'failed', { error: `workflow "${req.workflow}" is not in the loaded bundle` })
-      return
-    }
-    const ctx: RenderContext = Object.assign(Object.create(null), req.context)
-    const done = new Set<string>()
-    const replies: string[] = []
-    try {
-      while (done.size < wf.steps.length) {
-        const ready = wf.steps.filter((s) => !done.has(s.id) && s.needs.every((n) => done.has(n)))
-        if (ready.length === 0) throw new Error('the workflow has steps that can never run')
-        for (const step of ready) {
-          const agentId = step.agentId ?? req.agentId
-          const text = (step.render.text ?? step.render.message)?.(ctx, templateHelpers) ?? ''
-          if (step.action === 'wake') {
-            await this.queueEvent(agentId, { id: `step:${row.id}:${step.id}`, runId: '', text, external: req.external, source: req.source })
-            this.track(this.session(agentId).heartbeat())
-          } else {
-            const content = req.external ? wrapExternalContent(text, { source: req.source }) : text
-            const r = await this.complete(agentId, null, [{ role: 'user', content }], null, step.timeoutSeconds ?? DEFAULT_TURN_TIMEOUT_SECONDS)
-            replies.push(`${step.id}: ${r.text}`)
-          }
-          done.add(step.id)
-        }
-      }
-      await this.runs.transition(row.id, 'succeeded', { result: replies.join('\n').slice(0, 500) })
-    } catch (err) {
-      await this.runs.transition(row.id, err instanceof TurnTimeout ? 'timed_out' : 'failed', { error: (err as Error).message })
     }
   }
 
@@ -429,6 +451,7 @@ export class Engine {
 
   async close(): Promise<void> {
     this.closed = true
+    this.workflowRunner.stop()
     for (const s of this.sessions.values()) await s.close()
     await this.isolated.close()
     await this.runs.close()

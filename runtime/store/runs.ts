@@ -20,7 +20,8 @@ export const RUNS_FILE = 'runs.jsonl'
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped'
 export type DefinitionKind = 'hook' | 'trigger' | 'task'
-export type RunAction = 'wake' | 'agent' | 'workflow'
+/** a workflow step's row has its step's action: http, transform and deliver exist only there */
+export type RunAction = 'wake' | 'agent' | 'workflow' | 'http' | 'transform' | 'deliver'
 
 export interface RunRow {
   /** the runId given in the HTTP response */
@@ -54,11 +55,17 @@ export interface RunRow {
   idempotency?: { key: string; fingerprint: string }
   /** the answer the client was given, replayed to a repeat with the same Idempotency-Key */
   response?: { status: number; body: Record<string, unknown> }
+  /** a workflow step's row: the workflow's run, and the step's id in it */
+  parentRunId?: string
+  stepId?: string
+  /** a workflow step's output (what later steps read as {{steps.<id>.output}}); a large one is in outputBlob */
+  output?: unknown
+  outputBlob?: { name: string; bytes: number }
 }
 
 export type RunRecord =
   | { type: 'run'; row: RunRow }
-  | { type: 'status'; id: string; status: RunStatus; at: string; error?: string; result?: string; attempts?: number }
+  | { type: 'status'; id: string; status: RunStatus; at: string; error?: string; result?: string; attempts?: number; output?: unknown; outputBlob?: { name: string; bytes: number } }
   /** many runs finished alike at once (the wakes one heartbeat turn read): one line, not one per run */
   | { type: 'settled'; ids: string[]; status: RunStatus; at: string; error?: string }
 
@@ -66,7 +73,7 @@ type StatusRecord = Extract<RunRecord, { type: 'status' }>
 
 /** startedAt and finishedAt default to the creation time when the run starts out running or finished */
 export type NewRun = Omit<RunRow, 'status' | 'createdAt' | 'updatedAt'> & { status?: RunStatus }
-export interface TransitionExtra { error?: string; result?: string; attempts?: number }
+export interface TransitionExtra { error?: string; result?: string; attempts?: number; output?: unknown }
 
 export interface RunStoreOptions extends JournalOptions {
   /** the clock for timestamps (tests) */
@@ -97,11 +104,13 @@ export const REQUEST_INLINE_MAX_CHARS = 64 * 1024
 export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
 
 export const RESULT_MAX_CHARS = 500
+/** An output whose JSON is longer than this is kept in a blob, not in the status line. */
+export const OUTPUT_INLINE_MAX_CHARS = 16 * 1024
 export const ERROR_MAX_CHARS = 1000
 
 const STATUSES: ReadonlySet<string> = new Set<RunStatus>(['queued', 'running', 'succeeded', 'failed', 'timed_out', 'skipped'])
 const KINDS: ReadonlySet<string> = new Set<DefinitionKind>(['hook', 'trigger', 'task'])
-const ACTIONS: ReadonlySet<string> = new Set<RunAction>(['wake', 'agent', 'workflow'])
+const ACTIONS: ReadonlySet<string> = new Set<RunAction>(['wake', 'agent', 'workflow', 'http', 'transform', 'deliver'])
 const FINAL: ReadonlySet<RunStatus> = new Set<RunStatus>(['succeeded', 'failed', 'timed_out', 'skipped'])
 
 /** Legal moves; `running → queued` re-queues a run interrupted by a crash. Final states have none. */
@@ -231,6 +240,37 @@ export class RunStore {
     return { ...rest, requestBlob: { name, bytes: bytes.length } }
   }
 
+  /** A step's output goes on its status line, or past OUTPUT_INLINE_MAX_CHARS into a blob queued ahead of the line. */
+  private attachOutput(record: StatusRecord, output: unknown): void {
+    const problem = notPlainJson(output, 0)
+    if (problem) throw new RunStoreError('invalid_run', `the output of run ${record.id} cannot be stored as JSON: ${problem}`)
+    const json = JSON.stringify(output)
+    if (json.length <= OUTPUT_INLINE_MAX_CHARS) { record.output = output; return }
+    const bytes = Buffer.from(json, 'utf8')
+    record.outputBlob = { name: this.journal.attach(bytes), bytes: bytes.length }
+  }
+
+  /** A row's output, read from its blob when it lives in one; undefined when it has none or the blob is gone. */
+  output(row: RunRow): unknown {
+    return RunStore.readOutput(this.stateDir, row)
+  }
+
+  static readOutput(stateDir: string, row: RunRow): unknown {
+    if (row.output !== undefined || !row.outputBlob) return row.output
+    try {
+      return JSON.parse(Journal.readBlob(join(stateDir, RUNS_FILE), row.outputBlob.name).toString('utf8')) as unknown
+    } catch {
+      return undefined
+    }
+  }
+
+  /** The step rows of a workflow run, oldest first (a resumed workflow reads which steps finished). */
+  children(parentRunId: string): RunRow[] {
+    const out: RunRow[] = []
+    for (const row of this.rows.values()) if (row.parentRunId === parentRunId) out.push(row)
+    return out
+  }
+
   /** Whether the history can be written now; while not, why (a full disk is retried by itself). */
   get health(): { ok: true } | { ok: false; since: number; reason: string } {
     return this.journal.health
@@ -292,6 +332,7 @@ export class RunStore {
           : `run ${id} cannot go from ${row.status} to ${status}`)
       }
       const record: StatusRecord = { type: 'status', id, status, at: this.isoNow(), ...cleanExtra(extra) }
+      if (extra.output !== undefined) this.attachOutput(record, extra.output)
       await this.journal.append(record)
       const next = applyStatus(row, record)
       RunStore.onDurable?.(row.action, status)
@@ -425,8 +466,8 @@ export class RunStore {
   }
 }
 
-const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
-const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob'] as const
+const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name', 'parentRunId', 'stepId'] as const
+const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob', 'output', 'outputBlob'] as const
 const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
 
 /**
@@ -461,6 +502,8 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
   const blobsKept = new Set<string>()
   for (let i = kept.length - 1; i >= 0; i--) {
     const row = kept[i]!
+    // a kept step's output is kept whole: a resumed workflow reads it instead of running the step again
+    if (row.outputBlob) blobsKept.add(row.outputBlob.name)
     if (!row.requestBlob) continue
     if (FINAL.has(row.status)) {
       if (blobsKept.has(row.requestBlob.name)) continue
@@ -549,6 +592,8 @@ function applyStatus(row: RunRow, record: StatusRecord | Extract<RunRecord, { ty
   if (record.type === 'status') {
     if (record.result !== undefined) next.result = record.result
     if (record.attempts !== undefined) next.attempts = record.attempts
+    if (record.output !== undefined) next.output = record.output
+    if (record.outputBlob !== undefined) next.outputBlob = record.outputBlob
   }
   return Object.freeze(next)
 }
