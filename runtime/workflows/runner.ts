@@ -115,7 +115,12 @@ export class WorkflowRunner {
       })
     }
     if (!this.started && !failure) return
-    const summary = wf.steps.map((s) => `${s.id}: ${settled.get(s.id)?.status ?? 'not run'}`).join('; ')
+    // an agent step's reply reads better than its status (as the workflow's result did before steps had rows)
+    const summary = wf.steps.map((s) => {
+      const r = settled.get(s.id)
+      const reply = r?.status === 'succeeded' && s.action === 'agent' ? (r.output as { text?: unknown } | null)?.text : undefined
+      return `${s.id}: ${typeof reply === 'string' ? reply : r?.status ?? 'not run'}`
+    }).join('\n')
     if (failure) await this.store.moveStep(row.id, failure.status, { error: failure.error, result: summary })
     else await this.store.moveStep(row.id, 'succeeded', { result: summary })
   }
