@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { compileProject, post, setTestToken, spawnServe, until } from '../http/harness.js'
+import { compileProject, post, runReaches, serve, setTestToken, spawnServe, until } from '../http/harness.js'
 import { hookgate, stdoutJson } from '../../cli/cli-helpers.js'
 import { scratchDir } from '../../helpers/paths.js'
 import { RunStore, type RunRow } from '../../../runtime/store/runs.js'
@@ -17,9 +17,16 @@ process.env.HOOKGATE_TEST_STEP_KEY = 'step-key-123'
 
 // The outside system the http step calls: it counts its calls, so a repeat would show.
 const calls: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: string }> = []
+let flaky = 0
 const api = createServer((req, res) => {
   let body = ''
   req.setEncoding('utf8').on('data', (d: string) => { body += d }).on('end', () => {
+    // /flaky fails its first two calls: a step with retries gets through on the third
+    if (req.url === '/flaky') {
+      flaky++
+      res.writeHead(flaky <= 2 ? 503 : 200, { 'content-type': 'application/json' }).end(JSON.stringify({ call: flaky }))
+      return
+    }
     calls.push({ method: req.method!, url: req.url!, headers: req.headers, body })
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 42, name: 'widget' }))
   })
@@ -128,5 +135,45 @@ e2e('leaves four rows under one correlation id and resumes after kill -9 without
   assert.equal((fetch.output as { status: number; body: unknown }).body, { id: 42, name: 'widget' })
 })
 
-e2e.after(() => { api.close() })
 e2e.run()
+
+const steps = suite('workflow steps in a served bundle')
+
+steps('a failing http step is retried with backoff until it succeeds, and an if: that renders false skips its step', async () => {
+  const h = await serve(`
+hooks:
+  enabled: true
+  token: \${HOOKGATE_TEST_TOKEN}
+  mappings:
+    - { id: flow, match: { path: flow }, action: workflow, workflow: flow }
+channels:
+  - { id: log, type: file, path: delivered.jsonl }
+workflows:
+  - id: flow
+    steps:
+      - { id: call, action: http, url: "${apiOrigin}/flaky", retries: 3, backoffSeconds: 0.05 }
+      - { id: tell, action: deliver, needs: [call], channel: log, if: "{{payload.notify}}", textTemplate: "call {{steps.call.output.body.call}}" }
+      - { id: note, action: agent, needs: [call], messageTemplate: "answered on call {{steps.call.output.body.call}}" }
+`)
+  try {
+    const answer = await post(h.origin, '/hooks/flow', token, { notify: false })
+    assert.is(answer.status, 202, answer.text)
+    const { runId, correlationId } = answer.json as { runId: string; correlationId: string }
+    const workflow = await runReaches(h.stateDir, runId, 'succeeded', 8000)
+    const rows = RunStore.readRows(h.stateDir).filter((r) => r.correlationId === correlationId)
+    const byStep = new Map(rows.filter((r) => r.stepId).map((r) => [r.stepId!, r]))
+    assert.is(byStep.get('call')!.status, 'succeeded')
+    assert.is(byStep.get('call')!.attempts, 3, 'two failed attempts, then one that succeeded')
+    assert.is(flaky, 3)
+    assert.is(byStep.get('tell')!.status, 'skipped')
+    assert.match(byStep.get('tell')!.result ?? '', 'if: condition was false')
+    assert.not.ok(existsSync(join(h.dir, 'delivered.jsonl')), 'the skipped step delivered nothing')
+    assert.match((byStep.get('note')!.output as { text: string }).text, 'answered on call 3')
+    assert.match(workflow.result ?? '', 'tell: skipped')
+  } finally {
+    await h.close()
+  }
+})
+
+steps.after(() => { api.close() })
+steps.run()
