@@ -2,7 +2,7 @@
 // bundle exports. The compiler imports this file; this file imports nothing.
 
 /** Bump when a runtime of the previous version could not serve the new bundle correctly. */
-export const FORMAT_VERSION = 4
+export const FORMAT_VERSION = 5
 export const BUNDLE_FILE = 'hookgate.bundle.mjs'
 export const MANIFEST_FILE = 'manifest.json'
 

@@ -117,9 +117,15 @@ load('a bundle of a newer format says to upgrade hookgate on this host', async (
   assert.ok(e.message.includes('9.9.9'), 'the message names the hookgate that compiled it')
 })
 
-load('a bundle of format 5 (after signatures made format 4) says to upgrade hookgate on this host', async () => {
-  const e = await loadError(loadBundle(handMadeBundle(5)))
+load('a bundle of format 6 (after workflow step kinds made format 5) says to upgrade hookgate on this host', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(6)))
   assert.match(e.message, /upgrade hookgate on this host/)
+})
+
+load('a bundle of format 4 (before http, transform and deliver steps) says to recompile', async () => {
+  // a format-4 runtime would have run an http step as an agent turn: the formats must not mix
+  const e = await loadError(loadBundle(handMadeBundle(4)))
+  assert.match(e.message, /recompile/)
 })
 
 load('a bundle of format 3 (before signature blocks) says to recompile', async () => {
