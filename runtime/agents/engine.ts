@@ -11,10 +11,10 @@ import type { AgentAction } from '../mapping.js'
 import { RunStore, isFinalStatus, type NewRun, type RunRow } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
-import { templateHelpers } from '../template-helpers.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { MainSession, SESSION_COMPACT_ABOVE_BYTES, TURN_REPLY_MAX_CHARS, clipText, fileSize, type Route } from './session.js'
 import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workflows/runner.js'
+import { createStepActions } from '../workflows/actions.js'
 import { createHttpStep } from '../workflows/http-step.js'
 import type { TransformCaller } from '../transforms/pool.js'
 
@@ -134,35 +134,16 @@ export class Engine {
         return this.runs.transition(id, status, extra)
       },
       outputOf: (row) => this.runs.output(row),
-    }, this.stepActions())
-    this.workflowRunner.start(workflows)
-  }
-
-  /** What each kind of workflow step does here. */
-  private stepActions(): StepActions {
-    return {
-      agent: (agentId, message, timeoutSeconds) => this.complete(agentId, null, [{ role: 'user', content: message }], null, timeoutSeconds),
-      wake: async (agentId, eventId, text, origin) => {
-        await this.queueEvent(agentId, { id: eventId, runId: '', text, external: origin.external, source: origin.source })
-        this.track(this.session(agentId).heartbeat())
-      },
+    }, createStepActions({
+      complete: (agentId, message, timeoutSeconds) => this.complete(agentId, null, [{ role: 'user', content: message }], null, timeoutSeconds),
+      isTurnTimeout: (err) => err instanceof TurnTimeout,
+      queueEvent: (agentId, event) => this.queueEvent(agentId, event),
+      heartbeat: (agentId) => this.track(this.session(agentId).heartbeat()),
       http: (call, signal) => this.httpStep(call, signal),
-      transform: async (step, input) => {
-        if (!this.transforms || !step.transform) throw new Error('no transform worker for this step')
-        return this.transforms({ id: step.transform.id, transform: step.transform }, input)
-      },
-      deliver: async (channelId, d, signal) => {
-        const channel = this.channels.get(channelId)
-        if (!channel) throw new Error(`channel "${channelId}" is not configured`)
-        return channel.deliver(d, signal)
-      },
-      sleep: (ms, signal) => new Promise<boolean>((resolve) => {
-        if (signal.aborted) return resolve(false)
-        const timer = setTimeout(() => { signal.removeEventListener('abort', stop); resolve(true) }, ms)
-        const stop = () => { clearTimeout(timer); resolve(false) }
-        signal.addEventListener('abort', stop, { once: true })
-      }),
-    }
+      transforms: () => this.transforms,
+      channel: (id) => this.channels.get(id),
+    }))
+    this.workflowRunner.start(workflows)
   }
 
   /** `compactAboveBytes`: the size past which the session journals are compacted at open (tests) */
