@@ -1,11 +1,12 @@
 // Phase 5, compile: turns every template of every route (and of every workflow step) into JS
 // source for a render function, every match.when into a predicate (conditions.ts), reporting template mistakes at their line and column in hooks.yaml,
 // and holding a mapping's sessionKey template to the session-key prefixes as far as its text can tell.
-import type { DiagnosticBag, Location } from './diagnostics.js'
+import { closest, type DiagnosticBag, type Location } from './diagnostics.js'
 import type { TemplateField } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
-import type { ResolvedConfig, ResolvedRoute } from './resolve.js'
-import { compileTemplate, type CompiledTemplate } from './templates.js'
+import { needsStep, type ResolvedConfig, type ResolvedRoute } from './resolve.js'
+import type { WorkflowConfig } from './schema.js'
+import { compileTemplate, type CompiledTemplate, type TemplateOptions } from './templates.js'
 import { compileCondition, ConditionPool, type CompiledCondition } from './conditions.js'
 
 /** What a templated text becomes when the config gives no template. */
@@ -18,9 +19,14 @@ export interface CompiledRoute {
   when?: CompiledCondition
 }
 
+/** The templated fields of a workflow step. */
+export type StepField = 'text' | 'message' | 'url' | 'body' | 'to' | 'if'
+
 export interface CompiledWorkflowStep {
   id: string
-  render: { text?: string; message?: string }
+  render: Partial<Record<StepField, string>>
+  /** http: header name (lower case) → render source; secret headers are not here */
+  headers: Record<string, string>
 }
 
 export interface CompiledConfig {
@@ -32,8 +38,8 @@ export interface CompiledConfig {
 }
 
 export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig, bag: DiagnosticBag): CompiledConfig {
-  const one = (text: string, path: PathSegment[], check?: (t: CompiledTemplate) => void): string | undefined => {
-    const result = compileTemplate(text)
+  const one = (text: string, path: PathSegment[], check?: (t: CompiledTemplate) => void, options?: TemplateOptions): string | undefined => {
+    const result = compileTemplate(text, options)
     if (result.ok) {
       check?.(result.template)
       return result.template.code
@@ -61,13 +67,7 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
 
   const workflowSteps = new Map<string, CompiledWorkflowStep[]>()
   resolved.workflows.forEach((wf, w) => {
-    workflowSteps.set(wf.id, wf.steps.map((step, s) => {
-      const at: PathSegment[] = ['workflows', w, 'steps', s]
-      const field = step.action === 'wake' ? 'text' : 'message'
-      const source = step.action === 'wake' ? step.textTemplate : step.messageTemplate
-      const code = one(source ?? DEFAULT_TEMPLATE, [...at, step.action === 'wake' ? 'textTemplate' : 'messageTemplate'])
-      return { id: step.id, render: code !== undefined ? { [field]: code } : {} }
-    }))
+    workflowSteps.set(wf.id, wf.steps.map((step, s) => compileStep(wf, w, step, s, loaded, bag, one)))
   })
   return { routes, workflowSteps, conditions }
 }
@@ -82,4 +82,70 @@ function checkSessionKeyTemplate(t: CompiledTemplate, prefixes: string[], at: Lo
   const allowed = prefixes.map((p) => JSON.stringify(p)).join(', ')
   if (t.constant) bag.error('SESSION_KEY_PREFIX', `sessionKey "${t.lead}" does not start with any of hooks.allowedSessionKeyPrefixes (${allowed})`, at)
   else bag.error('SESSION_KEY_PREFIX', `every key the sessionKey template renders starts with "${t.lead}", which starts with none of hooks.allowedSessionKeyPrefixes (${allowed})`, at, `start the template with an allowed prefix, e.g. ${prefixes[0]}{{payload.id}}`)
+}
+
+type CompileOne = (text: string, path: PathSegment[], check?: (t: CompiledTemplate) => void, options?: TemplateOptions) => string | undefined
+type StepConfig = WorkflowConfig['steps'][number]
+
+/**
+ * A step's templates read the trigger's request and `{{steps.<id>.output…}}` of the steps it needs,
+ * directly or through other steps (either way that output exists before the step runs).
+ */
+function compileStep(wf: WorkflowConfig, w: number, step: StepConfig, s: number, loaded: LoadedConfig, bag: DiagnosticBag, one: CompileOne): CompiledWorkflowStep {
+  const at: PathSegment[] = ['workflows', w, 'steps', s]
+  const ids = new Set(wf.steps.map((x) => x.id))
+  const options: TemplateOptions = {
+    steps: {
+      check(ref) {
+        if (!ids.has(ref)) {
+          const guess = closest(ref, [...ids].filter((id) => id !== step.id))
+          return { code: 'WORKFLOW_STEP_REF_UNKNOWN', message: `step "${ref}" is not a step of workflow "${wf.id}"`, hint: guess !== undefined ? `did you mean steps.${guess}?` : `the steps are: ${[...ids].join(', ')}` }
+        }
+        if (ref === step.id || !needsStep(wf, step.id, ref)) return { code: 'WORKFLOW_STEP_REF_NOT_NEEDED', message: `step "${step.id}" reads the output of step "${ref}" but does not need it`, hint: ref === step.id ? 'a step cannot read its own output' : `add needs: [${ref}] to step "${step.id}"` }
+        return undefined
+      },
+    },
+  }
+  const render: CompiledWorkflowStep['render'] = {}
+  const headers: Record<string, string> = {}
+  const add = (field: StepField, key: string, text: string | undefined, extra: Partial<TemplateOptions> = {}, check?: (t: CompiledTemplate) => void) => {
+    if (text === undefined) return
+    const code = one(text, [...at, key], check, { ...options, ...extra })
+    if (code !== undefined) render[field] = code
+  }
+  if (step.action === 'agent') add('message', 'messageTemplate', step.messageTemplate ?? DEFAULT_TEMPLATE)
+  if (step.action === 'wake' || step.action === 'deliver') add('text', 'textTemplate', step.textTemplate ?? DEFAULT_TEMPLATE)
+  if (step.action === 'deliver') add('to', 'to', step.to)
+  if (step.action === 'http') {
+    add('url', 'url', step.url, { encodeUriComponents: true }, (t) => checkStepUrl(t, step.url!, loaded.locate([...at, 'url']), bag))
+    add('body', 'body', step.body)
+    for (const [name, value] of Object.entries(step.headers ?? {})) {
+      if (typeof value !== 'string' || /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)) continue // a secret: resolve.ts has it
+      const code = one(value, [...at, 'headers', name], undefined, options)
+      if (code !== undefined) headers[name.toLowerCase()] = code
+    }
+  }
+  add('if', 'if', step.if)
+  return { id: step.id, render, headers }
+}
+
+/**
+ * The scheme and host of an http step are written out: a template may only stand after the first
+ * "/" or "?" of the path, so no payload can send the call (and its secret headers) elsewhere.
+ */
+function checkStepUrl(t: CompiledTemplate, url: string, where: Location, bag: DiagnosticBag): void {
+  const m = /^(https?):\/\/([^/?#\s]+)([/?#]|$)/i.exec(t.lead)
+  if (!m || (!t.constant && m[3] === '')) {
+    if (/^https?:\/\//i.test(t.lead) || (!t.constant && /^h?t?t?p?s?:?\/?\/?$/i.test(t.lead))) {
+      bag.error('WORKFLOW_HTTP_HOST_TEMPLATED', `url "${url}" has a template before its path: the scheme and host must be written out`, where, 'write the host, e.g. https://api.example.com/{{payload.path}}; only the path and query may hold templates')
+    } else {
+      bag.error('WORKFLOW_HTTP_URL_INVALID', `url "${url}" is not an absolute http or https URL`, where, 'write it like https://api.example.com/items')
+    }
+    return
+  }
+  try {
+    new URL(`${m[1]}://${m[2]}/`)
+  } catch {
+    bag.error('WORKFLOW_HTTP_URL_INVALID', `url "${url}" does not have a valid host`, where)
+  }
 }

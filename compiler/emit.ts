@@ -11,7 +11,7 @@ import { build, type Message, type Metafile, type Plugin } from 'esbuild'
 import type { DiagnosticBag } from './diagnostics.js'
 import { displayPath, type LoadedConfig } from './load.js'
 import type { CompiledConfig } from './compile.js'
-import { isInside, type ResolvedConfig } from './resolve.js'
+import { isInside, type ResolvedConfig, type StepTransform } from './resolve.js'
 import { BUNDLE_FILE, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, bundleBanner, type BundleManifest } from '../runtime/bundle-format.js'
 
 export { BUNDLE_FILE, MANIFEST_FILE }
@@ -33,7 +33,7 @@ export interface EmitResult {
 
 export async function emitBundle(resolved: ResolvedConfig, compiled: CompiledConfig, loaded: LoadedConfig, bag: DiagnosticBag, outDir: string): Promise<EmitResult | undefined> {
   const configDir = loaded.dir
-  const transformFiles = [...new Set(compiled.routes.map((r) => r.route.transformFile).filter((f): f is string => !!f))].sort()
+  const transformFiles = [...new Set(transformUsers(compiled, resolved).map((r) => r.transformFile).filter((f): f is string => !!f))].sort()
   let inputs: string[] = []
 
   if (transformFiles.length > 0) {
@@ -66,7 +66,7 @@ export async function emitBundle(resolved: ResolvedConfig, compiled: CompiledCon
 
   const transformModules: EmitResult['transformModules'] = []
   const transformFileOf = new Map<string, string>()
-  for (const [envKey, routes] of transformGroups(compiled)) {
+  for (const [envKey, routes] of transformGroups(compiled, resolved)) {
     const code = await esbuildEntry(generateTransformsEntry(routes, configDir), configDir, loaded, bag, `// hookgate transforms (format ${FORMAT_VERSION}): imported only by transform worker threads, do not edit`)
     if (code === undefined) return undefined
     const file = `hookgate.transforms.${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`
@@ -84,10 +84,20 @@ function envKey(env: readonly string[]): string {
   return JSON.stringify([...env].sort())
 }
 
-/** Routes with a transform, grouped by their env list, in route order. */
-function transformGroups(compiled: CompiledConfig): Map<string, CompiledConfig['routes'][number]['route'][]> {
-  const groups = new Map<string, CompiledConfig['routes'][number]['route'][]>()
-  for (const { route } of compiled.routes) {
+/** Whatever has a transform: mappings, and workflow steps with action transform. */
+type TransformUser = Pick<StepTransform, 'id' | 'transform' | 'configPath' | 'transformFile'>
+
+function transformUsers(compiled: CompiledConfig, resolved: ResolvedConfig): TransformUser[] {
+  const out: TransformUser[] = []
+  for (const { route } of compiled.routes) if (route.transform) out.push(route as TransformUser)
+  for (const step of resolved.steps.values()) if (step.transform) out.push(step.transform)
+  return out
+}
+
+/** Transform users, grouped by their env list, in route order, then step order. */
+function transformGroups(compiled: CompiledConfig, resolved: ResolvedConfig): Map<string, TransformUser[]> {
+  const groups = new Map<string, TransformUser[]>()
+  for (const route of transformUsers(compiled, resolved)) {
     if (!route.transform || !route.transformFile) continue
     const key = envKey(route.transform.env)
     groups.set(key, [...(groups.get(key) ?? []), route])
@@ -173,7 +183,7 @@ async function checkTransforms(files: string[], resolved: ResolvedConfig, compil
   for (const out of Object.values(metafile.outputs)) {
     if (out.entryPoint) exportsOf.set(resolve(configDir, out.entryPoint), out.exports)
   }
-  for (const { route } of compiled.routes) {
+  for (const route of transformUsers(compiled, resolved)) {
     if (!route.transform || !route.transformFile) continue
     const exported = exportsOf.get(route.transformFile) ?? []
     if (!exported.includes(route.transform.exportName)) {
@@ -303,8 +313,16 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
     const steps = compiled.workflowSteps.get(wf.id) ?? []
     const stepCode = wf.steps.map((s, i) => {
       const renders = Object.entries(steps[i]?.render ?? {}).map(([field, code]) => `${lit(field)}: ${code}`).join(', ')
-      const data = { id: s.id, action: s.action, agentId: s.agentId ?? null, needs: s.needs ?? [], timeoutSeconds: s.timeoutSeconds ?? null }
-      return `{ ...${lit(data)}, render: { ${renders} } }`
+      const headers = Object.entries(steps[i]?.headers ?? {}).map(([name, code]) => `${lit(name)}: ${code}`).join(', ')
+      const extra = resolved.steps.get(`${wf.id}\0${s.id}`)
+      const t = extra?.transform
+      const transform = t && t.transformFile ? { id: t.id, exportName: t.transform.exportName, module: t.transform.module, timeoutMs: t.transform.timeoutMs, file: transformFileOf.get(envKey(t.transform.env)), env: [...t.transform.env].sort() } : null
+      const data = {
+        id: s.id, action: s.action, agentId: s.agentId ?? null, needs: s.needs ?? [], timeoutSeconds: s.timeoutSeconds ?? null,
+        retries: s.retries ?? 0, backoffSeconds: s.backoffSeconds ?? null, method: s.method ?? null, expect: s.expect ?? null,
+        secretHeaders: extra?.secretHeaders ?? {}, channel: s.channel ?? null, transform,
+      }
+      return `{ ...${parse(data)}, render: { ${renders} }, headers: { ${headers} } }`
     })
     lines.push(`  { id: ${lit(wf.id)}, steps: [${stepCode.join(', ')}] },`)
   }
@@ -315,7 +333,7 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
 }
 
 /** A transforms module: the transform function of each mapping (in this env group) by mapping id. */
-function generateTransformsEntry(routes: CompiledConfig['routes'][number]['route'][], configDir: string): string {
+function generateTransformsEntry(routes: TransformUser[], configDir: string): string {
   const lines: string[] = []
   const imports = new Map<string, string>()
   const entries: string[] = []

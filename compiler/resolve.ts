@@ -31,6 +31,21 @@ export type ResolvedAgent = BundleConfig['agents'][number]
 
 export type ResolvedTask = BundleTask
 
+/** A transform that is not a mapping's: a workflow step's, keyed `workflow:<workflow id>/<step id>`. */
+export interface StepTransform {
+  id: string
+  transform: { module: string; exportName: string; timeoutMs: number; env: string[]; path: PathSegment[] }
+  configPath: PathSegment[]
+  transformFile?: string
+}
+
+/** What resolve settles for one workflow step beyond its config: header secrets, its transform. */
+export interface ResolvedStep {
+  secretHeaders: Record<string, SecretSpec>
+  transform?: StepTransform
+}
+
+
 export type ServerSettings = BundleConfig['server']
 
 export interface ResolvedConfig {
@@ -50,6 +65,8 @@ export interface ResolvedConfig {
   channels: BundleChannel[]
   defaultAgentId: string
   workflows: WorkflowConfig[]
+  /** `<workflow id>\0<step id>` → what resolve settled for that step */
+  steps: Map<string, ResolvedStep>
   tasks: ResolvedTask[]
   routes: ResolvedRoute[]
   transformsDir?: string
@@ -259,6 +276,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     channels,
     defaultAgentId,
     workflows,
+    steps: resolveWorkflowSteps(workflows, transformsDir, channelIds, token, loaded, bag, leftOut),
     tasks,
     routes,
   }
@@ -364,8 +382,53 @@ function checkWorkflows(workflows: WorkflowConfig[], agentIds: Set<string>, load
   })
 }
 
+/** Per step kind, the fields it needs, its header secrets and its transform module. */
+function resolveWorkflowSteps(workflows: WorkflowConfig[], transformsDir: string | undefined, channelIds: Set<string>, token: SecretSpec | undefined, loaded: LoadedConfig, bag: DiagnosticBag, leftOut: LeftOut): Map<string, ResolvedStep> {
+  const out = new Map<string, ResolvedStep>()
+  workflows.forEach((wf, w) => {
+    wf.steps.forEach((step, s) => {
+      const at: PathSegment[] = ['workflows', w, 'steps', s]
+      const missing = (field: string, example: string) => bag.error('WORKFLOW_STEP_FIELD_MISSING', `step "${step.id}" of workflow "${wf.id}" has action ${step.action} but no ${field}`, loaded.locate([...at, 'action']), `add ${example}`)
+      const resolved: ResolvedStep = { secretHeaders: {} }
+      if (step.action === 'http') {
+        if (step.url === undefined) missing('url', 'url: https://api.example.com/items/{{payload.id}}')
+        for (const [name, value] of Object.entries(step.headers ?? {})) {
+          // A header written as a reference is a secret, resolved at start; any other string is a template.
+          if (typeof value === 'object' || ENV_REF.test(value)) {
+            const spec = resolveSecret(value, [...at, 'headers', name], loaded, bag, envNameOf(name))
+            if (spec) resolved.secretHeaders[name.toLowerCase()] = spec
+          }
+        }
+      } else if (step.action === 'transform') {
+        if (step.transform === undefined) missing('transform', 'transform: { module: enrich.ts }')
+        else {
+          const path: PathSegment[] = [...at, 'transform', 'module']
+          const t: StepTransform = { id: `workflow:${wf.id}/${step.id}`, configPath: at, transform: { module: step.transform.module, exportName: step.transform.export ?? 'default', timeoutMs: step.transform.timeoutMs ?? (step.timeoutSeconds !== undefined ? Math.min(60_000, Math.ceil(step.timeoutSeconds * 1000)) : 2000), env: step.transform.env ?? [], path } }
+          if (!transformsDir) {
+            if (!leftOut.has(['hooks', 'transformsDir'])) bag.error('TRANSFORMS_DIR_REQUIRED', `step "${step.id}" of workflow "${wf.id}" has a transform but hooks.transformsDir is not set`, loaded.locate(path))
+          } else {
+            const file = resolveTransformModule(step.transform.module, transformsDir, path, loaded, bag)
+            if (file) t.transformFile = file
+          }
+          const tokenEnv = token?.kind === 'env' ? token.name : undefined
+          const leaked = t.transform.env.indexOf(tokenEnv ?? '')
+          if (tokenEnv !== undefined && leaked >= 0) bag.error('TRANSFORM_ENV_SECRET', `transform of step "${step.id}" lists ${tokenEnv}, the variable that holds hooks.token`, loaded.locate([...at, 'transform', 'env', leaked]), 'a transform never needs the hook token: remove it from transform.env')
+          resolved.transform = t
+        }
+      } else if (step.action === 'deliver') {
+        if (step.channel === undefined) missing('channel', 'channel: <id of a channel under channels>')
+        else if (!channelIds.has(step.channel) && !leftOut.mayDeclare('channels', step.channel)) {
+          bag.error('CHANNEL_UNKNOWN', `channel "${step.channel}" is not declared under channels`, loaded.locate([...at, 'channel']), hintFrom(step.channel, channelIds))
+        }
+      }
+      out.set(`${wf.id}\0${step.id}`, resolved)
+    })
+  })
+  return out
+}
+
 /** True when step `from` is `target` or needs it, directly or through other steps. */
-function needsStep(wf: WorkflowConfig, from: string, target: string): boolean {
+export function needsStep(wf: WorkflowConfig, from: string, target: string): boolean {
   const needs = new Map(wf.steps.map((s) => [s.id, s.needs ?? []]))
   const seen = new Set<string>()
   const stack = [from]

@@ -170,12 +170,23 @@ export const AgentSchema = Type.Object({
 
 export const WorkflowStepSchema = Type.Object({
   id: Id,
-  action: Type.Enum(['agent', 'wake']),
+  action: Type.Enum(['agent', 'wake', 'http', 'transform', 'deliver'], { description: 'agent: a turn (messageTemplate); wake: a system event (textTemplate); http: a call (method, url, headers, body, expect); transform: a module under transformsDir; deliver: a message through a channel (channel, to, textTemplate)' }),
   agentId: Type.Optional(Id),
   messageTemplate: Type.Optional(Template),
   textTemplate: Type.Optional(Template),
-  needs: Type.Optional(Type.Array(Id)),
+  needs: Type.Optional(Type.Array(Id, { description: 'steps that must have succeeded first; a template may read their outputs as {{steps.<id>.output…}}' })),
   timeoutSeconds: Type.Optional(TimeoutSeconds),
+  if: Type.Optional(Type.String({ description: 'a template: the step is skipped when it renders to "", "false", "0" or "null" (after trimming)' })),
+  retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10, description: 'attempts after the first when the step fails or times out, default 0' })),
+  backoffSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3600, description: 'wait before the first retry, doubled for each next one (at most 300 s); default 1' })),
+  method: Type.Optional(Type.Enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'], { description: 'http only: default GET, or POST when there is a body' })),
+  url: Type.Optional(Type.String({ minLength: 1, description: 'http only: scheme and host written out; only the path and query may hold templates, e.g. https://api.example.com/items/{{payload.id}}' })),
+  headers: Type.Optional(Type.Record(Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$" }), Type.Union([Template, SecretRefObject]), { description: 'http only: header values are templates, or secrets written ${ENV}, { env } or { file }' })),
+  body: Type.Optional(Template),
+  expect: Type.Optional(Type.Array(Type.Integer({ minimum: 100, maximum: 599 }), { minItems: 1, description: 'http only: statuses that count as success, default any 2xx' })),
+  transform: Type.Optional(TransformSchema),
+  channel: Type.Optional(Type.String({ minLength: 1, description: 'deliver only: a channel id' })),
+  to: Type.Optional(Template),
 }, closed)
 
 export const WorkflowSchema = Type.Object({

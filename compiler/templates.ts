@@ -7,7 +7,7 @@
 // literals (array indexes). Nothing the user writes is ever pasted into the code raw.
 import { editDistance } from './diagnostics.js'
 
-export type TemplateErrorCode = 'TEMPLATE_SYNTAX' | 'TEMPLATE_UNKNOWN_ROOT' | 'TEMPLATE_FORBIDDEN_KEY'
+export type TemplateErrorCode = 'TEMPLATE_SYNTAX' | 'TEMPLATE_UNKNOWN_ROOT' | 'TEMPLATE_FORBIDDEN_KEY' | 'WORKFLOW_STEP_REF_UNKNOWN' | 'WORKFLOW_STEP_REF_NOT_NEEDED'
 
 export interface TemplateError {
   code: TemplateErrorCode
@@ -20,7 +20,17 @@ export interface TemplateError {
 }
 
 /** `body` is normalised to `payload` */
-export type TemplateRoot = 'payload' | 'headers' | 'query' | 'path' | 'now'
+export type TemplateRoot = 'payload' | 'headers' | 'query' | 'path' | 'now' | 'steps'
+
+/**
+ * Where a template of a workflow step stands: `{{steps.<id>.output…}}` may read the output of a step
+ * it needs. `check` says why `stepId` may not be read there (undefined when it may).
+ */
+export interface TemplateOptions {
+  steps?: { check(stepId: string): { code: 'WORKFLOW_STEP_REF_UNKNOWN' | 'WORKFLOW_STEP_REF_NOT_NEEDED'; message: string; hint?: string } | undefined }
+  /** every tag's text is percent-encoded (a URL's path and query: a value cannot add a segment or a parameter) */
+  encodeUriComponents?: boolean
+}
 
 export interface CompiledTemplate {
   /** JS source of an arrow function `(c, h) => <string expression>`; c is the render context, h the runtime helpers */
@@ -235,10 +245,18 @@ function unknownRootHint(tag: Tag): string {
 }
 
 /** Checks a parsed tag's root and keys; reports every problem it finds. */
-function checkTag(tag: Tag): TemplateError[] {
+function checkTag(tag: Tag, options: TemplateOptions = {}): TemplateError[] {
   const errors: TemplateError[] = []
   const { root, rootOffset, segments } = tag
-  if (FORBIDDEN_KEYS.has(root)) {
+  if (root === 'steps' && options.steps) {
+    const [id, output] = segments
+    if (id === undefined || typeof id.key !== 'string' || output === undefined || output.key !== 'output') {
+      errors.push(syntaxError('a step is read as {{steps.<step id>.output}} or a field under it, e.g. {{steps.fetch.output.body.id}}', rootOffset, Math.max(root.length, (segments[segments.length - 1]?.end ?? 0) - rootOffset)))
+    } else {
+      const problem = options.steps.check(id.key)
+      if (problem) errors.push({ ...problem, offset: id.keyOffset, length: id.keyLength })
+    }
+  } else if (FORBIDDEN_KEYS.has(root)) {
     errors.push({ code: 'TEMPLATE_FORBIDDEN_KEY', message: `forbidden key ${JSON.stringify(root)}`, offset: rootOffset, length: root.length })
   } else if (!(KNOWN_ROOTS as readonly string[]).includes(root)) {
     errors.push({
@@ -289,6 +307,8 @@ function tagCode(tag: Tag): { code: string; root: TemplateRoot } {
   const root = (tag.root === 'body' ? 'payload' : tag.root) as TemplateRoot
   const keys = tag.segments.map((s) => s.key)
   switch (root) {
+    case 'steps':
+      return { root, code: `h.text(h.get(c.steps, [${keys.map(keyLiteral).join(',')}]))` }
     case 'payload':
       return { root, code: keys.length === 0 ? 'h.json(c.payload)' : `h.text(h.get(c.payload, [${keys.map(keyLiteral).join(',')}]))` }
     case 'headers':
@@ -306,7 +326,7 @@ function tagCode(tag: Tag): { code: string; root: TemplateRoot } {
  * Compiles a template. `\{{` is a literal `{{`; a lone `}}` is literal text. Reports every error in
  * the template, in order of offset.
  */
-export function compileTemplate(text: string): CompileTemplateResult {
+export function compileTemplate(text: string, options: TemplateOptions = {}): CompileTemplateResult {
   const errors: TemplateError[] = []
   const parts: string[] = []
   const roots: TemplateRoot[] = []
@@ -334,12 +354,12 @@ export function compileTemplate(text: string): CompileTemplateResult {
     if (parsed.error !== undefined) {
       errors.push(parsed.error)
     } else {
-      const tagErrors = checkTag(parsed.tag)
+      const tagErrors = checkTag(parsed.tag, options)
       if (tagErrors.length > 0) {
         errors.push(...tagErrors)
       } else {
         const { code, root } = tagCode(parsed.tag)
-        parts.push(code)
+        parts.push(options.encodeUriComponents ? `encodeURIComponent(${code})` : code)
         if (!roots.includes(root)) roots.push(root)
       }
     }

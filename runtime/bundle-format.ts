@@ -253,9 +253,33 @@ export interface BundleRoute {
   transform: { exportName: string; module: string; timeoutMs: number; file: string; env: string[] } | null
 }
 
+export type StepAction = 'agent' | 'wake' | 'http' | 'transform' | 'deliver'
+
+export interface BundleWorkflowStep {
+  id: string
+  action: StepAction
+  agentId: string | null
+  needs: string[]
+  timeoutSeconds: number | null
+  /** attempts after the first (absent in bundles before workflow graphs: 0) */
+  retries?: number
+  backoffSeconds?: number | null
+  /** http */
+  method?: string | null
+  expect?: number[] | null
+  /** http: header (lower case) → secret reference, resolved at start */
+  secretHeaders?: Record<string, SecretSpec>
+  /** deliver */
+  channel?: string | null
+  /** transform: data only, as a mapping's; `id` is the key in the transforms module */
+  transform?: { id: string; exportName: string; module: string; timeoutMs: number; file: string; env: string[] } | null
+  render: Partial<Record<'text' | 'message' | 'url' | 'body' | 'to' | 'if', RenderFn>>
+  headers?: Record<string, RenderFn>
+}
+
 export interface BundleWorkflow {
   id: string
-  steps: Array<{ id: string; action: 'agent' | 'wake'; agentId: string | null; needs: string[]; timeoutSeconds: number | null; render: { text?: RenderFn; message?: RenderFn } }>
+  steps: BundleWorkflowStep[]
 }
 
 export interface BundleModule {

@@ -7,7 +7,8 @@ import { createServer, type Server } from 'node:http'
 import { basename, dirname, resolve } from 'node:path'
 import type { AddressInfo, Socket } from 'node:net'
 import { loadBundle, bundleFileOf, readBundleHash, type LoadedBundle } from './bundle.js'
-import { resolveToken } from './secrets.js'
+import { resolveSecretValue, resolveToken } from './secrets.js'
+import type { TransformInput } from './bundle-format.js'
 import { Engine, type EngineWiring } from './agents/engine.js'
 import { createModelRegistry } from './agents/models.js'
 import { createChannels } from './channels/index.js'
@@ -352,6 +353,8 @@ function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: st
   if (token.generated) onGenerated(token.generated, token.describe)
   const signatures = bundle.signed ? prepareSignatures(bundle.routeTable.values(), bundle.configDir, stateDir, (routeId, file) => onGeneratedSecret?.(routeId, file)) : new Map()
   const pool = TransformPool.forBundle(bundle, startDeadlineMs !== undefined ? { startDeadlineMs } : {})
+  wiring.transforms = pool && ((caller, input) => pool.run(caller, input as unknown as TransformInput))
+  wiring.stepSecrets = resolveStepSecrets(bundle)
   return {
     bundle,
     token: new TokenCheck(token.digest),
@@ -361,4 +364,19 @@ function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: st
     pool,
     wiring,
   }
+}
+
+/** http steps' secret headers, read once per load like every other secret (a missing one fails the load, naming it). */
+function resolveStepSecrets(bundle: LoadedBundle): Map<string, Record<string, string>> {
+  const out = new Map<string, Record<string, string>>()
+  for (const wf of bundle.workflows.values()) {
+    for (const step of wf.steps) {
+      const specs = Object.entries(step.secretHeaders ?? {})
+      if (specs.length === 0) continue
+      const values: Record<string, string> = {}
+      for (const [name, spec] of specs) values[name] = resolveSecretValue(spec, bundle.configDir)
+      out.set(`${wf.id}\0${step.id}`, values)
+    }
+  }
+  return out
 }

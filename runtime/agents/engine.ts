@@ -1,18 +1,22 @@
 // What the actions do once accepted: wake queues a system event on an agent's main session (and
 // `now` runs a coalesced heartbeat turn); agent runs an isolated turn under its own session key,
-// delivers the reply when asked, and posts a summary into the main session; workflow runs its steps
-// in dependency order. Every run is on disk before the request is answered, and runs a crash left
+// delivers the reply when asked, and posts a summary into the main session; workflow hands its run to
+// the workflow runner (runtime/workflows/), wired here to the models, sessions, channels and
+// transform workers. Every run is on disk before the request is answered, and runs a crash left
 // unfinished are resumed at start (a reply already on disk is delivered, not asked for again).
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
-import { RunStore, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
+import { RunStore, isFinalStatus, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
-import { templateHelpers } from '../template-helpers.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { MainSession, SESSION_COMPACT_ABOVE_BYTES, TURN_REPLY_MAX_CHARS, clipText, fileSize, type Route } from './session.js'
+import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workflows/runner.js'
+import { createStepActions } from '../workflows/actions.js'
+import { createHttpStep } from '../workflows/http-step.js'
+import type { TransformCaller } from '../transforms/pool.js'
 
 export interface Origin {
   definitionKind: 'hook' | 'trigger' | 'task'
@@ -58,6 +62,10 @@ export interface Deliverer {
 export interface EngineWiring {
   models?: Models
   channels?: ReadonlyMap<string, Deliverer>
+  /** the transform workers (workflow steps with action transform) */
+  transforms?: ((caller: TransformCaller, input: Record<string, unknown>) => Promise<unknown>) | null
+  /** http steps' secret headers, resolved at load: `<workflow id>\0<step id>` → header → value */
+  stepSecrets?: ReadonlyMap<string, Record<string, string>>
 }
 
 /** Only the row's own fields of an extra (the HTTP side passes an object that also sends the answer). */
@@ -86,7 +94,6 @@ type IsolatedRecord =
   /** the reply reached its channel: a run resumed after a crash does not send it twice */
   | { type: 'delivered'; runId: string; at: string; note: string }
 type AgentRequest = Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'>
-type WorkflowRequest = Omit<WorkflowInput, 'definitionKind' | 'definitionId' | 'correlationId'>
 
 export const DEFAULT_TURN_TIMEOUT_SECONDS = 120
 
@@ -110,6 +117,9 @@ export class Engine {
   private readonly sessionLocks = new KeyedLock()
   private models: Models = builtinOnly
   private channels: ReadonlyMap<string, Deliverer> = new Map()
+  private transforms: EngineWiring['transforms'] = null
+  private httpStep: StepActions['http'] = createHttpStep(new Map())
+  private readonly workflowRunner: WorkflowRunner
   private closed = false
   /** agent and workflow runs accepted and not yet finished (the backlog the HTTP side bounds) */
   private pendingRuns = 0
@@ -131,6 +141,24 @@ export class Engine {
     }
     this.isolated = Journal.open<IsolatedRecord>(path, { fsync })
     this.slots = new Semaphore(config.server.concurrency ?? 4)
+    this.workflowRunner = new WorkflowRunner({
+      stepsOf: (parentRunId) => this.runs.children(parentRunId),
+      createStep: (run) => this.runs.create(run),
+      moveStep: async (id, status, extra) => {
+        if (status === 'running' && this.runs.get(id)?.status === 'running') await this.runs.transition(id, 'queued')
+        return this.runs.transition(id, status, extra)
+      },
+      outputOf: (row) => this.runs.output(row),
+    }, createStepActions({
+      complete: (agentId, message, timeoutSeconds) => this.complete(agentId, null, [{ role: 'user', content: message }], null, timeoutSeconds),
+      isTurnTimeout: (err) => err instanceof TurnTimeout,
+      queueEvent: (agentId, event) => this.queueEvent(agentId, event),
+      heartbeat: (agentId) => this.track(this.session(agentId).heartbeat()),
+      http: (call, signal) => this.httpStep(call, signal),
+      transforms: () => this.transforms,
+      channel: (id) => this.channels.get(id),
+    }))
+    this.workflowRunner.start(workflows)
   }
 
   /** `compactAboveBytes`: the size past which the session journals are compacted at open (tests) */
@@ -147,6 +175,9 @@ export class Engine {
     this.workflows = workflows
     if (wiring.models) this.models = wiring.models
     if (wiring.channels) this.channels = wiring.channels
+    if (wiring.transforms !== undefined) this.transforms = wiring.transforms
+    if (wiring.stepSecrets) this.httpStep = createHttpStep(wiring.stepSecrets)
+    this.workflowRunner?.configure(workflows)
     this.slots.setLimit(config.server.concurrency ?? 4)
     for (const agent of config.agents) {
       const s = this.session(agent.id)
@@ -219,6 +250,12 @@ export class Engine {
   resumeUnfinished(): number {
     let n = 0
     for (const row of this.runs.unfinished()) {
+      if (row.parentRunId !== undefined) {
+        // a step resumes with its workflow; one whose workflow already ended was left behind
+        const parent = this.runs.get(row.parentRunId)
+        if (!parent || isFinalStatus(parent.status)) this.track(this.runs.transition(row.id, 'failed', { error: 'interrupted: its workflow had already ended' }))
+        continue
+      }
       n++
       if (row.action === 'wake') {
         // Its event still queued: the heartbeat settles it. Read by a turn already: the crash came
@@ -356,43 +393,9 @@ export class Engine {
   private async runWorkflow(row: RunRow, req: WorkflowRequest): Promise<void> {
     this.pendingRuns++
     try {
-      await this.workflowSteps(row, req)
+      await this.workflowRunner.run(row, req)
     } finally {
       this.pendingRuns--
-    }
-  }
-
-  private async workflowSteps(row: RunRow, req: WorkflowRequest): Promise<void> {
-    await this.runs.transition(row.id, 'running')
-    const wf = this.workflows.get(req.workflow)
-    if (!wf) {
-      await this.runs.transition(row.id, 'failed', { error: `workflow "${req.workflow}" is not in the loaded bundle` })
-      return
-    }
-    const ctx: RenderContext = Object.assign(Object.create(null), req.context)
-    const done = new Set<string>()
-    const replies: string[] = []
-    try {
-      while (done.size < wf.steps.length) {
-        const ready = wf.steps.filter((s) => !done.has(s.id) && s.needs.every((n) => done.has(n)))
-        if (ready.length === 0) throw new Error('the workflow has steps that can never run')
-        for (const step of ready) {
-          const agentId = step.agentId ?? req.agentId
-          const text = (step.render.text ?? step.render.message)?.(ctx, templateHelpers) ?? ''
-          if (step.action === 'wake') {
-            await this.queueEvent(agentId, { id: `step:${row.id}:${step.id}`, runId: '', text, external: req.external, source: req.source })
-            this.track(this.session(agentId).heartbeat())
-          } else {
-            const content = req.external ? wrapExternalContent(text, { source: req.source }) : text
-            const r = await this.complete(agentId, null, [{ role: 'user', content }], null, step.timeoutSeconds ?? DEFAULT_TURN_TIMEOUT_SECONDS)
-            replies.push(`${step.id}: ${r.text}`)
-          }
-          done.add(step.id)
-        }
-      }
-      await this.runs.transition(row.id, 'succeeded', { result: replies.join('\n').slice(0, 500) })
-    } catch (err) {
-      await this.runs.transition(row.id, err instanceof TurnTimeout ? 'timed_out' : 'failed', { error: (err as Error).message })
     }
   }
 
@@ -447,6 +450,7 @@ export class Engine {
 
   async close(): Promise<void> {
     this.closed = true
+    this.workflowRunner.stop()
     for (const s of this.sessions.values()) await s.close()
     await this.isolated.close()
     await this.runs.close()

@@ -20,7 +20,8 @@ export const RUNS_FILE = 'runs.jsonl'
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped'
 export type DefinitionKind = 'hook' | 'trigger' | 'task'
-export type RunAction = 'wake' | 'agent' | 'workflow'
+/** a workflow step's row has its step's action: http, transform and deliver exist only there */
+export type RunAction = 'wake' | 'agent' | 'workflow' | 'http' | 'transform' | 'deliver'
 
 export interface RunRow {
   /** the runId given in the HTTP response */
@@ -65,6 +66,12 @@ export interface RunRow {
   replayOf?: string
   /** a task's run: the slot it fired for (ISO-8601 UTC); the scheduler finds its last firing by it */
   scheduledFor?: string
+  /** a workflow step's row: the workflow's run, and the step's id in it */
+  parentRunId?: string
+  stepId?: string
+  /** a workflow step's output (what later steps read as {{steps.<id>.output}}); a large one is in outputBlob */
+  output?: unknown
+  outputBlob?: { name: string; bytes: number }
 }
 
 /** What `received` holds: the request a mapping saw, without its secrets. */
@@ -78,7 +85,7 @@ export interface ReceivedRequest {
 
 export type RunRecord =
   | { type: 'run'; row: RunRow }
-  | { type: 'status'; id: string; status: RunStatus; at: string; error?: string; result?: string; attempts?: number }
+  | { type: 'status'; id: string; status: RunStatus; at: string; error?: string; result?: string; attempts?: number; output?: unknown; outputBlob?: { name: string; bytes: number } }
   /** many runs finished alike at once (the wakes one heartbeat turn read): one line, not one per run */
   | { type: 'settled'; ids: string[]; status: RunStatus; at: string; error?: string }
 
@@ -86,7 +93,7 @@ type StatusRecord = Extract<RunRecord, { type: 'status' }>
 
 /** startedAt and finishedAt default to the creation time when the run starts out running or finished */
 export type NewRun = Omit<RunRow, 'status' | 'createdAt' | 'updatedAt'> & { status?: RunStatus }
-export interface TransitionExtra { error?: string; result?: string; attempts?: number }
+export interface TransitionExtra { error?: string; result?: string; attempts?: number; output?: unknown }
 
 export interface RunStoreOptions extends JournalOptions {
   /** the clock for timestamps (tests) */
@@ -117,11 +124,13 @@ export const REQUEST_INLINE_MAX_CHARS = 64 * 1024
 export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
 
 export const RESULT_MAX_CHARS = 500
+/** An output whose JSON is longer than this is kept in a blob, not in the status line. */
+export const OUTPUT_INLINE_MAX_CHARS = 16 * 1024
 export const ERROR_MAX_CHARS = 1000
 
 const STATUSES: ReadonlySet<string> = new Set<RunStatus>(['queued', 'running', 'succeeded', 'failed', 'timed_out', 'skipped'])
 const KINDS: ReadonlySet<string> = new Set<DefinitionKind>(['hook', 'trigger', 'task'])
-const ACTIONS: ReadonlySet<string> = new Set<RunAction>(['wake', 'agent', 'workflow'])
+const ACTIONS: ReadonlySet<string> = new Set<RunAction>(['wake', 'agent', 'workflow', 'http', 'transform', 'deliver'])
 const FINAL: ReadonlySet<RunStatus> = new Set<RunStatus>(['succeeded', 'failed', 'timed_out', 'skipped'])
 
 /** Legal moves; `running → queued` re-queues a run interrupted by a crash. Final states have none. */
@@ -258,6 +267,37 @@ export class RunStore {
     return out
   }
 
+  /** A step's output goes on its status line, or past OUTPUT_INLINE_MAX_CHARS into a blob queued ahead of the line. */
+  private attachOutput(record: StatusRecord, output: unknown): void {
+    const problem = notPlainJson(output, 0)
+    if (problem) throw new RunStoreError('invalid_run', `the output of run ${record.id} cannot be stored as JSON: ${problem}`)
+    const json = JSON.stringify(output)
+    if (json.length <= OUTPUT_INLINE_MAX_CHARS) { record.output = output; return }
+    const bytes = Buffer.from(json, 'utf8')
+    record.outputBlob = { name: this.journal.attach(bytes), bytes: bytes.length }
+  }
+
+  /** A row's output, read from its blob when it lives in one; undefined when it has none or the blob is gone. */
+  output(row: RunRow): unknown {
+    return RunStore.readOutput(this.stateDir, row)
+  }
+
+  static readOutput(stateDir: string, row: RunRow): unknown {
+    if (row.output !== undefined || !row.outputBlob) return row.output
+    try {
+      return JSON.parse(Journal.readBlob(join(stateDir, RUNS_FILE), row.outputBlob.name).toString('utf8')) as unknown
+    } catch {
+      return undefined
+    }
+  }
+
+  /** The step rows of a workflow run, oldest first (a resumed workflow reads which steps finished). */
+  children(parentRunId: string): RunRow[] {
+    const out: RunRow[] = []
+    for (const row of this.rows.values()) if (row.parentRunId === parentRunId) out.push(row)
+    return out
+  }
+
   /** Whether the history can be written now; while not, why (a full disk is retried by itself). */
   get health(): { ok: true } | { ok: false; since: number; reason: string } {
     return this.journal.health
@@ -319,6 +359,7 @@ export class RunStore {
           : `run ${id} cannot go from ${row.status} to ${status}`)
       }
       const record: StatusRecord = { type: 'status', id, status, at: this.isoNow(), ...cleanExtra(extra) }
+      if (extra.output !== undefined) this.attachOutput(record, extra.output)
       await this.journal.append(record)
       const next = applyStatus(row, record)
       RunStore.onDurable?.(row.action, status)
@@ -454,8 +495,8 @@ export class RunStore {
   }
 }
 
-const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name', 'replayOf', 'scheduledFor'] as const
-const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob', 'received', 'receivedBlob'] as const
+const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name', 'replayOf', 'scheduledFor', 'parentRunId', 'stepId'] as const
+const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob', 'received', 'receivedBlob', 'output', 'outputBlob'] as const
 /** Data fields that move into a blob when large, each with the field that then names the blob. */
 const BLOB_FIELDS = [['request', 'requestBlob'], ['received', 'receivedBlob']] as const
 const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
@@ -492,6 +533,9 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
   let requestBytesLeft = options.keepRequestBytes ?? DEFAULT_KEEP_REQUEST_BYTES
   const blobsKept = new Set<string>()
   for (let i = kept.length - 1; i >= 0; i--) {
+    // a kept step's output is kept whole: a resumed workflow reads it instead of running the step again
+    const outputBlob = kept[i]!.outputBlob
+    if (outputBlob) blobsKept.add(outputBlob.name)
     for (const [, blobField] of BLOB_FIELDS) {
       const row = kept[i]!
       const blob = row[blobField]
@@ -600,6 +644,8 @@ function applyStatus(row: RunRow, record: StatusRecord | Extract<RunRecord, { ty
   if (record.type === 'status') {
     if (record.result !== undefined) next.result = record.result
     if (record.attempts !== undefined) next.attempts = record.attempts
+    if (record.output !== undefined) next.output = record.output
+    if (record.outputBlob !== undefined) next.outputBlob = record.outputBlob
   }
   return Object.freeze(next)
 }

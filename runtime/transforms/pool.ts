@@ -173,6 +173,9 @@ class Group {
   }
 }
 
+/** What a call needs of its caller: a mapping, or a workflow step (its id is its key in the transforms module). */
+export type TransformCaller = Pick<BundleRoute, 'id' | 'transform'>
+
 export interface PoolOptions {
   /** workers per transform module, default 2 */
   size?: number
@@ -188,11 +191,13 @@ export class TransformPool {
 
   /** The pool for a bundle's transforms, or null when it has none. */
   static forBundle(bundle: LoadedBundle, options: PoolOptions = {}): TransformPool | null {
-    const withTransform = [...bundle.routeTable.values()].flat().filter((r) => r.transform)
+    const withTransform: TransformCaller[] = [...bundle.routeTable.values()].flat().filter((r) => r.transform)
+    // workflow steps with action transform run in the same workers as the mappings of their env group
+    for (const wf of bundle.workflows.values()) for (const step of wf.steps) if (step.transform) withTransform.push({ id: step.transform.id, transform: step.transform })
     return withTransform.length > 0 ? new TransformPool(bundle, withTransform, options) : null
   }
 
-  private constructor(bundle: LoadedBundle, routes: BundleRoute[], options: PoolOptions) {
+  private constructor(bundle: LoadedBundle, routes: TransformCaller[], options: PoolOptions) {
     // The transform modules lie beside the real bundle file, also when it is served through a symlink.
     let dir = dirname(bundle.file)
     try { dir = dirname(realpathSync(bundle.file)) } catch { /* the file went away: the workers report it */ }
@@ -216,7 +221,7 @@ export class TransformPool {
     await Promise.all([...this.groups.values()].flatMap((g) => g.slots.map((s) => s.started())))
   }
 
-  async run(route: BundleRoute, input: TransformInput): Promise<unknown> {
+  async run(route: TransformCaller, input: TransformInput): Promise<unknown> {
     const group = route.transform && this.groups.get(route.transform.file)
     if (!group) throw new TransformFailed(`no transform worker for mapping ${route.id}`)
     const slot = await group.acquire()

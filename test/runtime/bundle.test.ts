@@ -117,12 +117,13 @@ load('a bundle of a newer format says to upgrade hookgate on this host', async (
   assert.ok(e.message.includes('9.9.9'), 'the message names the hookgate that compiled it')
 })
 
-load('a bundle of format 6 (after compiled task schedules made format 5) says to upgrade hookgate on this host', async () => {
+load('a bundle of format 6 (after compiled task schedules and workflow step kinds made format 5) says to upgrade hookgate on this host', async () => {
   const e = await loadError(loadBundle(handMadeBundle(6)))
   assert.match(e.message, /upgrade hookgate on this host/)
 })
 
-load('a bundle of format 4 (before compiled task schedules) says to recompile', async () => {
+load('a bundle of format 4 (before compiled task schedules and http, transform and deliver steps) says to recompile', async () => {
+  // a format-4 runtime would have run an http step as an agent turn and never scheduled a task
   const e = await loadError(loadBundle(handMadeBundle(4)))
   assert.match(e.message, /recompile/)
 })

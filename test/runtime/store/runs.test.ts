@@ -470,3 +470,44 @@ received('a compaction keeps the received-request blobs of kept runs and drops t
 })
 
 received.run()
+
+const stepOutput = suite('RunStore.transition with a step output')
+
+stepOutput('keeps a small output on the row and a large one in a blob that survives a restart and a compaction', async () => {
+  const dir = freshDir()
+  const store = openStore(dir)
+  await store.create(newRun('wf', { action: 'workflow' }))
+  await store.create(newRun('small', { action: 'http', parentRunId: 'wf', stepId: 'fetch' }))
+  await store.create(newRun('large', { action: 'transform', parentRunId: 'wf', stepId: 'shape' }))
+  const big = { text: 'x'.repeat(40_000) }
+  await store.transition('small', 'running')
+  await store.transition('small', 'succeeded', { output: { status: 200, body: { id: 1 } } })
+  await store.transition('large', 'running')
+  const row = await store.transition('large', 'succeeded', { output: big })
+  assert.is(row.output, undefined)
+  assert.ok(row.outputBlob && row.outputBlob.bytes > 40_000)
+  assert.equal(store.output(row), big)
+  assert.equal(store.children('wf').map((r) => r.stepId), ['fetch', 'shape'])
+  await store.close()
+  assert.not.match(readFileSync(join(dir, RUNS_FILE), 'utf8'), 'x'.repeat(1000), 'the large output is not in the history lines')
+
+  const again = RunStore.open(dir, { compactAboveBytes: 1, keepHistory: 10 })
+  assert.ok(again.compaction, 'the history was compacted at open')
+  assert.equal(again.get('small')!.output, { status: 200, body: { id: 1 } })
+  assert.equal(again.output(again.get('large')!), big)
+  const listed = RunStore.readRows(dir).find((r) => r.id === 'large')!
+  assert.is(listed.parentRunId, 'wf')
+  assert.is(listed.stepId, 'shape')
+  await again.close()
+})
+
+stepOutput('refuses an output that would not come back the same from JSON', async () => {
+  const store = openStore()
+  await store.create(newRun('s', { action: 'http' }))
+  await store.transition('s', 'running')
+  const err = await rejectionOf(store.transition('s', 'succeeded', { output: { when: new Date() } }), RunStoreError)
+  assert.is(err.code, 'invalid_run')
+  await store.close()
+})
+
+stepOutput.run()
