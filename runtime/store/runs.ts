@@ -291,12 +291,7 @@ export class RunStore {
         let n = 0
         for (const id of now) {
           const row = this.rows.get(id)
-          if (row) {
-            const next = applyStatus(row, record, true)
-            this.rows.set(id, next); n++
-            RunStore.onDurable?.(row.action, status)
-            this.tell(next)
-          }
+          if (row) { const next = applyStatus(row, record, true); this.rows.set(id, next); n++; RunStore.onDurable?.(row.action, status); this.tell(next) }
         }
         this.countFinished(n)
       })
@@ -486,7 +481,7 @@ export class RunStore {
 }
 
 const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name'] as const
-const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob', 'notifications'] as const
+const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob'] as const
 const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
 
 /**
