@@ -345,6 +345,7 @@ function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: st
   const wiring: EngineWiring = {
     models: createModelRegistry(bundle.config.providers ?? [], bundle.configDir),
     channels: createChannels(bundle.config.channels ?? [], bundle.configDir),
+    routes: [...bundle.routeTable.values()].flat(),
   }
   // With hooks disabled and no token, no presented token can match a random digest.
   const token = bundle.config.token === null && !bundle.config.enabled

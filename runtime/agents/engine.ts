@@ -6,12 +6,13 @@
 // unfinished are resumed at start (a reply already on disk is delivered, not asked for again).
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
-import type { BundleConfig, BundleWorkflow, RenderContext } from '../bundle-format.js'
+import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
 import { RunStore, isFinalStatus, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
+import { Notifier } from '../notify/notifier.js'
 import { MainSession, SESSION_COMPACT_ABOVE_BYTES, TURN_REPLY_MAX_CHARS, clipText, fileSize, type Route } from './session.js'
 import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workflows/runner.js'
 import { createStepActions } from '../workflows/actions.js'
@@ -56,7 +57,11 @@ export interface Models { providerFor(model: string): ModelProvider }
 
 /** A delivery channel, as the engine needs it (runtime/channels builds them from the bundle). */
 export interface Deliverer {
-  deliver(d: { runId: string; agentId: string; text: string; to: string | null; name: string | null; correlationId: string }, signal?: AbortSignal): Promise<{ attempts: number; detail: string }>
+  deliver(d: {
+    runId: string; agentId: string; text: string; to: string | null; name: string | null; correlationId: string
+    /** a notification about the run's status (runtime/notify), not the agent's reply */
+    event?: { status: string; definitionKind: string; definitionId: string; messageId: string }
+  }, signal?: AbortSignal): Promise<{ attempts: number; detail: string }>
 }
 
 export interface EngineWiring {
@@ -66,6 +71,8 @@ export interface EngineWiring {
   transforms?: ((caller: TransformCaller, input: Record<string, unknown>) => Promise<unknown>) | null
   /** http steps' secret headers, resolved at load: `<workflow id>\0<step id>` → header → value */
   stepSecrets?: ReadonlyMap<string, Record<string, string>>
+  /** the bundle's routes, for the notify policy of hook and trigger runs */
+  routes?: Iterable<BundleRoute>
 }
 
 /** Only the row's own fields of an extra (the HTTP side passes an object that also sends the answer). */
@@ -121,6 +128,8 @@ export class Engine {
   private httpStep: StepActions['http'] = createHttpStep(new Map())
   private readonly workflowRunner: WorkflowRunner
   private closed = false
+  /** tells each run's reply channel about its status, as its notify policy asks */
+  private readonly notifier: Notifier
   /** agent and workflow runs accepted and not yet finished (the backlog the HTTP side bounds) */
   private pendingRuns = 0
 
@@ -159,6 +168,11 @@ export class Engine {
       channel: (id) => this.channels.get(id),
     }))
     this.workflowRunner.start(workflows)
+    this.notifier = new Notifier({
+      runs,
+      lastRoute: (agentId) => this.sessions.get(agentId)?.lastRoute ?? this.config.agents.find((a) => a.id === agentId)?.delivery ?? null,
+      warn: (message) => { if (!this.closed) process.stderr.write(JSON.stringify({ level: 'error', msg: 'notification', error: message }) + '\n') },
+    })
   }
 
   /** `compactAboveBytes`: the size past which the session journals are compacted at open (tests) */
@@ -166,6 +180,7 @@ export class Engine {
     const runs = RunStore.open(stateDir, { fsync: options.fsync ?? true, keepKeysForMs: config.server.idempotencyWindowMs, ...historyOptions(config) })
     const engine = new Engine(stateDir, runs, config, workflows, options.fsync ?? true, options.compactAboveBytes ?? SESSION_COMPACT_ABOVE_BYTES)
     engine.configure(config, workflows, options)
+    engine.notifier.start()
     return engine
   }
 
@@ -178,6 +193,7 @@ export class Engine {
     if (wiring.transforms !== undefined) this.transforms = wiring.transforms
     if (wiring.stepSecrets) this.httpStep = createHttpStep(wiring.stepSecrets)
     this.workflowRunner?.configure(workflows)
+    this.notifier.configure(config, wiring.routes, wiring.channels)
     this.slots.setLimit(config.server.concurrency ?? 4)
     for (const agent of config.agents) {
       const s = this.session(agent.id)
@@ -449,6 +465,8 @@ export class Engine {
   }
 
   async close(): Promise<void> {
+    // before the store closes: notifications still being sent get their outcome written
+    await this.notifier.stop()
     this.closed = true
     this.workflowRunner.stop()
     for (const s of this.sessions.values()) await s.close()

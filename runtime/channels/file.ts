@@ -26,6 +26,7 @@ export class FileChannel implements Channel {
       to: d.to,
       text: d.text,
       correlationId: d.correlationId,
+      ...(d.event ? { status: d.event.status } : {}),
     }) + '\n'
     const done = this.tail.then(() => this.append(line))
     this.tail = done.catch(() => undefined)

@@ -13,6 +13,17 @@ export interface Delivery {
   to: string | null
   name: string | null
   correlationId: string
+  /** set for a notification about a run's state (runtime/notify) rather than an agent's reply */
+  event?: RunEvent
+}
+
+/** What a notification tells: the run's new status. Each one has its own message id, so receivers that drop repeats of an id keep every state. */
+export interface RunEvent {
+  status: string
+  definitionKind: string
+  definitionId: string
+  /** unique per state change of the run */
+  messageId: string
 }
 
 export interface Channel {
@@ -101,12 +112,14 @@ export class WebhookChannel extends HttpChannel {
     const { now } = this.settings.env
     // The body (and so its event timestamp) is fixed once, so every attempt carries the same
     // message; webhook-timestamp is the attempt's own time, as the specification describes.
+    const data: Record<string, unknown> = { runId: d.runId, agentId: d.agentId, name: d.name, to: target(d.to), text: d.text, correlationId: d.correlationId }
+    if (d.event) Object.assign(data, { status: d.event.status, definitionKind: d.event.definitionKind, definitionId: d.event.definitionId })
     const body = JSON.stringify({
-      type: 'agent.reply',
+      type: d.event ? 'run.status' : 'agent.reply',
       timestamp: new Date(now()).toISOString(),
-      data: { runId: d.runId, agentId: d.agentId, name: d.name, to: target(d.to), text: d.text, correlationId: d.correlationId },
+      data,
     })
-    const messageId = webhookMessageId(d.runId)
+    const messageId = webhookMessageId(d.event?.messageId ?? d.runId)
     return this.run(signal, () => {
       const timestamp = Math.floor(now() / 1000)
       const headers: Record<string, string> = { ...JSON_HEADERS, 'webhook-id': messageId, 'webhook-timestamp': String(timestamp) }

@@ -12,7 +12,7 @@ import { DiscordChannel, SlackChannel, TelegramChannel, WebhookChannel, type Cha
 import { webhookSecretKey } from './standard-webhooks.js'
 
 export { DeliveryError, type DeliveryResult } from './attempts.js'
-export type { Channel, Delivery } from './http-channels.js'
+export type { Channel, Delivery, RunEvent } from './http-channels.js'
 export type { ChannelType } from '../bundle-format.js'
 export { verifyStandardWebhook, signStandardWebhook, webhookSecretKey, type HeaderBag, type VerifyResult } from './standard-webhooks.js'
 

@@ -72,6 +72,20 @@ export interface RunRow {
   /** a workflow step's output (what later steps read as {{steps.<id>.output}}); a large one is in outputBlob */
   output?: unknown
   outputBlob?: { name: string; bytes: number }
+  /** what the notify policy sent about this run (runtime/notify), oldest first, the newest NOTIFICATIONS_MAX kept */
+  notifications?: RunNotification[]
+}
+
+/** One notification about a run's state, as its channel took it (or did not). */
+export interface RunNotification {
+  at: string
+  /** the run status it told of */
+  state: RunStatus
+  channel: string
+  ok: boolean
+  attempts: number
+  /** why it was not delivered: a sentence, never a credential */
+  error?: string
 }
 
 /** What `received` holds: the request a mapping saw, without its secrets. */
@@ -88,6 +102,8 @@ export type RunRecord =
   | { type: 'status'; id: string; status: RunStatus; at: string; error?: string; result?: string; attempts?: number; output?: unknown; outputBlob?: { name: string; bytes: number } }
   /** many runs finished alike at once (the wakes one heartbeat turn read): one line, not one per run */
   | { type: 'settled'; ids: string[]; status: RunStatus; at: string; error?: string }
+  /** a notification about the run was sent, or given up on */
+  | { type: 'notified'; id: string; note: RunNotification }
 
 type StatusRecord = Extract<RunRecord, { type: 'status' }>
 
@@ -126,6 +142,8 @@ export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
 export const RESULT_MAX_CHARS = 500
 /** An output whose JSON is longer than this is kept in a blob, not in the status line. */
 export const OUTPUT_INLINE_MAX_CHARS = 16 * 1024
+/** A row keeps this many notifications, the newest (a `state` policy sends a handful per run). */
+export const NOTIFICATIONS_MAX = 20
 export const ERROR_MAX_CHARS = 1000
 
 const STATUSES: ReadonlySet<string> = new Set<RunStatus>(['queued', 'running', 'succeeded', 'failed', 'timed_out', 'skipped'])
@@ -165,9 +183,14 @@ export interface RunHistory {
   corrupt: number
 }
 
+/** A status a run entered, told once it is on disk: the row as it is now. */
+export type RunChangeListener = (row: RunRow) => void
+
 export class RunStore {
   /** Told of every status a run enters, once it is on disk (the metrics count them); keep it cheap. */
   static onDurable?: (action: RunAction, status: RunStatus) => void
+  /** the instance's listeners (runtime/notify): called in the same turn as onDurable, so keep them cheap too */
+  private readonly listeners = new Set<RunChangeListener>()
   readonly stateDir: string
   readonly path: string
   /** what open() found wrong with the file, for the server to log: a torn tail it cut off, lines or records it skipped */
@@ -241,6 +264,7 @@ export class RunStore {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
       RunStore.onDurable?.(row.action, row.status)
+      this.tell(row)
       return row
     }, (err: unknown) => {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
@@ -334,7 +358,7 @@ export class RunStore {
         let n = 0
         for (const id of now) {
           const row = this.rows.get(id)
-          if (row) { this.rows.set(id, applyStatus(row, record, true)); n++; RunStore.onDurable?.(row.action, status) }
+          if (row) { const next = applyStatus(row, record, true); this.rows.set(id, next); n++; RunStore.onDurable?.(row.action, status); this.tell(next) }
         }
         this.countFinished(n)
       })
@@ -370,7 +394,38 @@ export class RunStore {
       } else {
         this.rows.set(id, next)
       }
+      this.tell(next)
       return next
+    })
+  }
+
+  /**
+   * Calls `listener` with the row each time a run is created or changes status, after the record
+   * is on disk. Returns the function that stops it. A listener that throws is ignored: it must
+   * never undo or delay a durable change.
+   */
+  subscribe(listener: RunChangeListener): () => void {
+    this.listeners.add(listener)
+    return () => { this.listeners.delete(listener) }
+  }
+
+  private tell(row: RunRow): void {
+    for (const listener of this.listeners) {
+      try { listener(row) } catch { /* a listener's fault is its own */ }
+    }
+  }
+
+  /**
+   * Adds a notification to a run's row; resolves once it is on disk. Written in the run's order of
+   * writes, so it never races a status change; a run no longer in memory gets the record on disk only.
+   */
+  recordNotification(id: string, note: RunNotification): Promise<void> {
+    if (this.closing) return Promise.reject(new RunStoreError('store_closed', 'the run store is closed'))
+    return this.serialise(id, async () => {
+      const record: Extract<RunRecord, { type: 'notified' }> = { type: 'notified', id, note: cleanNote(note) }
+      await this.journal.append(record)
+      const row = this.rows.get(id)
+      if (row) this.rows.set(id, applyNote(row, record.note))
     })
   }
 
@@ -617,6 +672,10 @@ function fold(records: unknown[], rows: Map<string, RunRow>): number {
       const row = rows.get(record.id)
       if (row) rows.set(record.id, applyStatus(row, record))
       else ignored += 1
+    } else if (isNotifiedRecord(record)) {
+      const row = rows.get(record.id)
+      if (row) rows.set(record.id, applyNote(row, record.note))
+      else ignored += 1
     } else if (isSettledRecord(record)) {
       for (const id of record.ids) {
         const row = typeof id === 'string' ? rows.get(id) : undefined
@@ -660,6 +719,25 @@ function isRunRecord(value: unknown): value is Extract<RunRecord, { type: 'run' 
 
 function isStatusRecord(value: unknown): value is StatusRecord {
   return isObject(value) && value.type === 'status' && typeof value.id === 'string' && typeof value.at === 'string' && STATUSES.has(value.status as string)
+}
+
+function isNotifiedRecord(value: unknown): value is Extract<RunRecord, { type: 'notified' }> {
+  if (!isObject(value) || value.type !== 'notified' || typeof value.id !== 'string' || !isObject(value.note)) return false
+  const note = value.note
+  return typeof note.at === 'string' && STATUSES.has(note.state as string) && typeof note.channel === 'string' && typeof note.ok === 'boolean' && typeof note.attempts === 'number'
+}
+
+/** The row with one more notification, the oldest dropped past NOTIFICATIONS_MAX. */
+function applyNote(row: RunRow, note: RunNotification): RunRow {
+  const notes = [...(row.notifications ?? []), note]
+  return Object.freeze({ ...row, notifications: notes.length > NOTIFICATIONS_MAX ? notes.slice(-NOTIFICATIONS_MAX) : notes })
+}
+
+/** A notification in its documented shape: its error one clipped line. */
+function cleanNote(note: RunNotification): RunNotification {
+  const out: RunNotification = { at: note.at, state: note.state, channel: note.channel, ok: note.ok, attempts: Math.max(0, Math.floor(note.attempts)) }
+  if (note.error !== undefined) out.error = clip(firstLine(String(note.error)), ERROR_MAX_CHARS)
+  return out
 }
 
 function isSettledRecord(value: unknown): value is Extract<RunRecord, { type: 'settled' }> {
