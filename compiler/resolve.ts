@@ -11,6 +11,7 @@ import type { HooksConfig, SecretRefConfig, TokenRefConfig, WorkflowConfig } fro
 import { LeftOut } from './validate.js'
 
 import type { BundleChannel, BundleConfig, BundleProvider, BundleSignature, SecretSpec } from '../runtime/bundle-format.js'
+import { DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
 export type { SecretSpec }
@@ -76,6 +77,7 @@ export const DEFAULT_SERVER: ServerSettings = {
   maxPendingRuns: 10_000,
   idempotencyWindowMs: 86_400_000,
   transformMemoryMiB: 128,
+  maxWaitSeconds: DEFAULT_MAX_WAIT_SECONDS,
 }
 
 const RESERVED_NAMES = new Set(['wake', 'agent'])
@@ -235,6 +237,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     maxPendingRuns: s.maxPendingRuns ?? DEFAULT_SERVER.maxPendingRuns,
     idempotencyWindowMs: s.idempotencyWindowSeconds !== undefined ? Math.round(s.idempotencyWindowSeconds * 1000) : DEFAULT_SERVER.idempotencyWindowMs,
     transformMemoryMiB: s.transformMemoryMiB ?? DEFAULT_SERVER.transformMemoryMiB,
+    maxWaitSeconds: s.maxWaitSeconds ?? DEFAULT_SERVER.maxWaitSeconds!,
   }
 
   let gmail: Record<string, unknown> | undefined

@@ -96,6 +96,10 @@ export const MappingSchema = Type.Object({
   workflow: Type.Optional(Id),
   maxBodyBytes: Type.Optional(BodyBytes),
   signature: Type.Optional(SignatureSchema),
+  forEach: Type.Optional(Type.String({ minLength: 1, description: 'fan-out: one run per element of this array, e.g. "{{payload.messages}}"; templates read the element as {{item}} and its position as {{index}}' })),
+  maxItems: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'fan-out: most runs one request may start; more → 413 too_many_items, default 200' })),
+  waitForCompletion: Type.Optional(Type.Boolean({ description: 'answer 200 with the outcome when the run ends within waitTimeoutSeconds, else the usual 202' })),
+  waitTimeoutSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3600, description: 'how long waitForCompletion waits, capped by server.maxWaitSeconds (default that maximum)' })),
 }, { ...closed, description: 'a mapped path: /hooks/<match.path> → wake, agent or workflow' })
 
 export const GmailSchema = Type.Object({
@@ -198,6 +202,7 @@ export const ServerSchema = Type.Object({
   maxPendingRuns: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'agent and workflow runs accepted but not finished; past it new ones get 503, default 10000' })),
   idempotencyWindowSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 30 * 86400, description: 'how long an Idempotency-Key is remembered, default 86400' })),
   transformMemoryMiB: Type.Optional(Type.Integer({ minimum: 16, maximum: 4096, description: 'heap limit of each transform worker thread; a transform over it fails its request with 500, default 128' })),
+  maxWaitSeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 3600, description: 'the longest a request with waitForCompletion is held open, default 30; 0 never waits' })),
 }, closed)
 
 export const ProviderSchema = Type.Object({

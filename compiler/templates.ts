@@ -20,7 +20,7 @@ export interface TemplateError {
 }
 
 /** `body` is normalised to `payload` */
-export type TemplateRoot = 'payload' | 'headers' | 'query' | 'path' | 'now'
+export type TemplateRoot = 'payload' | 'headers' | 'query' | 'path' | 'now' | 'item' | 'index'
 
 export interface CompiledTemplate {
   /** JS source of an arrow function `(c, h) => <string expression>`; c is the render context, h the runtime helpers */
@@ -35,8 +35,15 @@ export interface CompiledTemplate {
 
 export type CompileTemplateResult = { ok: true; template: CompiledTemplate } | { ok: false; errors: TemplateError[] }
 
-const KNOWN_ROOTS = ['payload', 'body', 'headers', 'query', 'path', 'now'] as const
+const KNOWN_ROOTS = ['payload', 'body', 'headers', 'query', 'path', 'now', 'item', 'index'] as const
 type KnownRoot = (typeof KNOWN_ROOTS)[number]
+/** Roots that exist only where a mapping fans out (forEach, or a transform that may return an array). */
+const FAN_OUT_ROOTS: ReadonlySet<string> = new Set(['item', 'index'])
+
+export interface TemplateOptions {
+  /** the template renders once per fan-out element: {{item}} and {{index}} are set */
+  item?: boolean
+}
 
 const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor'])
 
@@ -204,7 +211,7 @@ function parseTag(text: string, start: number): TagParse {
 
 /** Whether a root takes the tag's steps: payload any, headers and query none or one name, path and now none. */
 function takesSteps(root: KnownRoot, segments: readonly Segment[]): boolean {
-  if (root === 'payload' || root === 'body') return true
+  if (root === 'payload' || root === 'body' || root === 'item') return true
   if (root === 'headers' || root === 'query') return segments.length === 0 || (segments.length === 1 && typeof segments[0]!.key === 'string')
   return segments.length === 0
 }
@@ -220,6 +227,7 @@ function unknownRootHint(tag: Tag): string {
   let best: string | undefined
   let bestDistance = 3 // suggest only within an edit distance of 2
   for (const known of KNOWN_ROOTS) {
+    if (FAN_OUT_ROOTS.has(known)) continue
     const distance = editDistance(lower, known)
     if (distance < bestDistance && takesSteps(known, tag.segments) && compiles(`{{${known}${steps}}}`)) {
       best = `{{${known}${steps}}}`
@@ -235,11 +243,19 @@ function unknownRootHint(tag: Tag): string {
 }
 
 /** Checks a parsed tag's root and keys; reports every problem it finds. */
-function checkTag(tag: Tag): TemplateError[] {
+function checkTag(tag: Tag, options: TemplateOptions = {}): TemplateError[] {
   const errors: TemplateError[] = []
   const { root, rootOffset, segments } = tag
   if (FORBIDDEN_KEYS.has(root)) {
     errors.push({ code: 'TEMPLATE_FORBIDDEN_KEY', message: `forbidden key ${JSON.stringify(root)}`, offset: rootOffset, length: root.length })
+  } else if (FAN_OUT_ROOTS.has(root) && !options.item) {
+    errors.push({
+      code: 'TEMPLATE_UNKNOWN_ROOT',
+      message: `template variable ${JSON.stringify(root)} exists only in a mapping that fans out`,
+      offset: rootOffset,
+      length: root.length,
+      hint: 'set forEach (e.g. forEach: "{{payload.messages}}") or a transform that returns an array on this mapping',
+    })
   } else if (!(KNOWN_ROOTS as readonly string[]).includes(root)) {
     errors.push({
       code: 'TEMPLATE_UNKNOWN_ROOT',
@@ -265,7 +281,7 @@ function checkTag(tag: Tag): TemplateError[] {
   const last = segments[segments.length - 1]
   if (first !== undefined && last !== undefined) {
     const span = { offset: first.start, length: last.end - first.start }
-    if (root === 'path' || root === 'now') {
+    if (root === 'path' || root === 'now' || root === 'index') {
       errors.push(syntaxError(`"${root}" takes no sub-path`, span.offset, span.length))
     } else if ((root === 'headers' || root === 'query') && (segments.length > 1 || typeof first.key === 'number')) {
       errors.push(syntaxError(`"${root}" takes exactly one name, e.g. {{${root}.${root === 'headers' ? 'x-github-event' : 'name'}}}`, span.offset, span.length))
@@ -299,6 +315,10 @@ function tagCode(tag: Tag): { code: string; root: TemplateRoot } {
       return { root, code: 'c.path' }
     case 'now':
       return { root, code: 'c.now' }
+    case 'item':
+      return { root, code: keys.length === 0 ? 'h.text(c.item)' : `h.text(h.get(c.item, [${keys.map(keyLiteral).join(',')}]))` }
+    case 'index':
+      return { root, code: 'String(c.index ?? "")' }
   }
 }
 
@@ -306,7 +326,7 @@ function tagCode(tag: Tag): { code: string; root: TemplateRoot } {
  * Compiles a template. `\{{` is a literal `{{`; a lone `}}` is literal text. Reports every error in
  * the template, in order of offset.
  */
-export function compileTemplate(text: string): CompileTemplateResult {
+export function compileTemplate(text: string, options: TemplateOptions = {}): CompileTemplateResult {
   const errors: TemplateError[] = []
   const parts: string[] = []
   const roots: TemplateRoot[] = []
@@ -334,7 +354,7 @@ export function compileTemplate(text: string): CompileTemplateResult {
     if (parsed.error !== undefined) {
       errors.push(parsed.error)
     } else {
-      const tagErrors = checkTag(parsed.tag)
+      const tagErrors = checkTag(parsed.tag, options)
       if (tagErrors.length > 0) {
         errors.push(...tagErrors)
       } else {

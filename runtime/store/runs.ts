@@ -156,6 +156,8 @@ export class RunStore {
   /** per run, the last write in flight: writes for one run are applied one after another */
   private readonly inFlight = new Map<string, Promise<unknown>>()
   private closing: Promise<void> | null = null
+  /** whenFinished's waiters by run id */
+  private readonly finishWatchers = new Map<string, Set<(row: RunRow | null) => void>>()
 
   private constructor(stateDir: string, journal: Journal<RunRecord>, now: (() => Date) | undefined) {
     this.stateDir = stateDir
@@ -211,6 +213,7 @@ export class RunStore {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
       RunStore.onDurable?.(row.action, row.status)
+      this.announce(row)
       return row
     }, (err: unknown) => {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
@@ -218,6 +221,74 @@ export class RunStore {
     })
     this.inFlight.set(id, written)
     return written
+  }
+
+  /**
+   * Records several new runs with ONE journal append (one write, one fdatasync): the runs a fan-out
+   * request starts are accepted together. Resolves with the rows, in order, once all are on disk.
+   */
+  createMany(inputs: readonly NewRun[]): Promise<RunRow[]> {
+    let rows: RunRow[]
+    try {
+      if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
+      const ids = new Set<string>()
+      rows = inputs.map((input) => {
+        const row = this.newRow(input)
+        if (this.rows.has(row.id) || this.inFlight.has(row.id) || ids.has(row.id)) throw new RunStoreError('duplicate_run', `a run with id ${row.id} already exists`)
+        ids.add(row.id)
+        return row
+      })
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    const records: RunRecord[] = rows.map((row) => ({ type: 'run', row: this.diskRow(row) }))
+    const release = (): void => { for (const row of rows) if (this.inFlight.get(row.id) === written) this.inFlight.delete(row.id) }
+    const written: Promise<RunRow[]> = this.journal.append(...records).then(() => {
+      let finished = 0
+      for (const row of rows) {
+        this.rows.set(row.id, row)
+        if (FINAL.has(row.status)) finished++
+        RunStore.onDurable?.(row.action, row.status)
+        this.announce(row)
+      }
+      release()
+      this.countFinished(finished)
+      return rows
+    }, (err: unknown) => {
+      release()
+      throw err
+    })
+    for (const row of rows) this.inFlight.set(row.id, written)
+    return written
+  }
+
+  /**
+   * Resolves with the run's row once its final status is on disk, or with null after `timeoutMs`
+   * (or when the store closes). Waiting never touches the run: it goes on either way.
+   */
+  whenFinished(id: string, timeoutMs: number): Promise<RunRow | null> {
+    const row = this.rows.get(id)
+    if (row && FINAL.has(row.status)) return Promise.resolve(row)
+    if (timeoutMs <= 0 || this.closing) return Promise.resolve(null)
+    return new Promise((resolve) => {
+      const watchers = this.finishWatchers.get(id) ?? new Set<(row: RunRow | null) => void>()
+      this.finishWatchers.set(id, watchers)
+      const watcher = (r: RunRow | null): void => {
+        clearTimeout(timer)
+        watchers.delete(watcher)
+        if (watchers.size === 0 && this.finishWatchers.get(id) === watchers) this.finishWatchers.delete(id)
+        resolve(r)
+      }
+      const timer = setTimeout(watcher, timeoutMs, null)
+      watchers.add(watcher)
+    })
+  }
+
+  /** Tells those waiting on a run (whenFinished) that it finished; called once its record is durable. */
+  private announce(row: RunRow): void {
+    if (this.finishWatchers.size === 0 || !FINAL.has(row.status)) return
+    const watchers = this.finishWatchers.get(row.id)
+    if (watchers) for (const w of [...watchers]) w(row)
   }
 
   /** The row as its line holds it: a large request goes into a blob queued ahead of the line. */
@@ -267,7 +338,7 @@ export class RunStore {
         let n = 0
         for (const id of now) {
           const row = this.rows.get(id)
-          if (row) { this.rows.set(id, applyStatus(row, record, true)); n++; RunStore.onDurable?.(row.action, status) }
+          if (row) { const next = applyStatus(row, record, true); this.rows.set(id, next); n++; RunStore.onDurable?.(row.action, status); this.announce(next) }
         }
         this.countFinished(n)
       })
@@ -299,6 +370,7 @@ export class RunStore {
       if (FINAL.has(status)) {
         this.rows.set(id, withoutRequest(next))
         this.countFinished(1)
+        this.announce(next)
       } else {
         this.rows.set(id, next)
       }
@@ -347,6 +419,7 @@ export class RunStore {
     if (!this.closing) {
       this.closing = (async () => {
         while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()])
+        for (const watchers of [...this.finishWatchers.values()]) for (const w of [...watchers]) w(null)
         await this.journal.close()
       })()
     }
