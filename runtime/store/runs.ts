@@ -13,7 +13,7 @@
 // that rewrites it must agree on every field, so they live together.
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
-import { Journal, type JournalOptions } from './journal.js'
+import { Journal, type JournalOptions, type JournalStats } from './journal.js'
 import { isoNow } from '../clock.js'
 
 export const RUNS_FILE = 'runs.jsonl'
@@ -300,6 +300,11 @@ export class RunStore {
     const name = this.journal.attach(bytes)
     const { request: _request, ...rest } = row
     return { ...rest, requestBlob: { name, bytes: bytes.length } }
+  }
+
+  /** The history journal's counters (appends, flushes, fsyncs): what a write cost, for metrics and tests. */
+  get journalStats(): Readonly<JournalStats> {
+    return this.journal.stats
   }
 
   /** Whether the history can be written now; while not, why (a full disk is retried by itself). */
