@@ -4,7 +4,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
 import { RunStore, type RunRow } from '../../../runtime/store/runs.js'
-import { assertError, assertOk, post, runReaches, serve, setTestToken, type Harness } from './harness.js'
+import { assertError, assertOk, post, runReaches, serve, setTestToken, until, type Harness } from './harness.js'
 
 const token = setTestToken()
 const openai = await startFakeOpenAI()
@@ -91,6 +91,18 @@ forEach('three messages start three runs, listed as runIds, each rendering its o
   assert.ok(onDisk.every((row) => row.correlationId === body.correlationId), 'the runs share the request correlation id')
 })
 
+forEach('a repeat with the same Idempotency-Key answers the same runIds and starts nothing', async () => {
+  const payload = { messages: [{ id: 'r1', subject: 'x' }, { id: 'r2', subject: 'y' }] }
+  const first = await call('/hooks/batch', payload, { 'idempotency-key': 'fan-once' })
+  assert.is(first.status, 202)
+  const before = rows().length
+  const again = await call('/hooks/batch', payload, { 'idempotency-key': 'fan-once' })
+  assert.is(again.status, 202)
+  assert.equal(again.json.runIds, first.json.runIds)
+  assert.is(again.headers['idempotent-replayed'], 'true')
+  assert.is(rows().length, before)
+})
+
 forEach('more elements than maxItems are refused with 413 too_many_items and start no run', async () => {
   const before = rows().length
   const r = await call('/hooks/batch', { messages: [{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }] })
@@ -112,7 +124,9 @@ forEach('an empty array starts nothing: 204 and one skipped row saying empty', a
 })
 
 forEach('all the runs of one request are written by one journal append, one flush and one fdatasync', async () => {
-  // wakes waiting for a heartbeat that never comes: nothing else writes the history meanwhile
+  // wakes waiting for a heartbeat that never comes: once the earlier agent runs are done,
+  // nothing else writes the history meanwhile
+  await until('the earlier runs to finish', () => (h.service.engine.backlog === 0 ? true : undefined))
   const before = { ...h.service.engine.runs.journalStats }
   const r = await call('/hooks/pings', { events: [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }] })
   const body = assertOk(r, 200, ['ok', 'action', 'runId', 'runIds', 'mode'])
