@@ -175,18 +175,19 @@ export class Engine {
    * Durable before it resolves: the run row and its event are on disk.
    */
   async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
-    return this.submitOne({ kind: 'wake', input }, extra)
+    return this.submit({ kind: 'wake', input }, extra)
   }
 
   async submitAgent(input: AgentInput, extra: RowExtra = {}): Promise<RunRow> {
-    return this.submitOne({ kind: 'agent', input }, extra)
+    return this.submit({ kind: 'agent', input }, extra)
   }
 
   async submitWorkflow(input: WorkflowInput, extra: RowExtra = {}): Promise<RunRow> {
-    return this.submitOne({ kind: 'workflow', input }, extra)
+    return this.submit({ kind: 'workflow', input }, extra)
   }
 
-  private async submitOne(submission: Submission, extra: RowExtra): Promise<RunRow> {
+  /** One run, accepted durably before it resolves (submitMany for several in one write). */
+  async submit(submission: Submission, extra: RowExtra = {}): Promise<RunRow> {
     const p = this.prepare(submission, extra)
     const row = await this.runs.create(p.run)
     await p.start(row)

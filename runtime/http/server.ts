@@ -332,7 +332,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const waitSeconds = kind === 'wake' ? 0 : Math.min(route.waitSeconds ?? 0, maxWaitSeconds(config))
   if (!fanOut) {
     const reply = answer.one(status, (runId) => describe(submissions[0]!, runId))
-    await deps.engine.submitMany(submissions, [{ ...reply, awaited: waitSeconds > 0 }])
+    await deps.engine.submit(submissions[0]!, { ...reply, awaited: waitSeconds > 0 })
     return waitForRuns(deps.engine, [reply.id!], waitSeconds, reply)
   }
   // Fan-out: one run per element, all written with one journal append before the answer.
