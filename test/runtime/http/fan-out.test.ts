@@ -1,5 +1,6 @@
 // Fan-out (one run per element of forEach or of a transform's array, all accepted in one durable
 // write) and synchronous answers (waitForCompletion), through the real server.
+import { request } from 'node:http'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
@@ -183,6 +184,18 @@ wait('a run slower than its wait answers the usual 202 and still finishes', asyn
   const body = assertOk(r, 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
   const row = await runReaches(h.stateDir, body.runId, 'succeeded', 5000)
   assert.match(row.result ?? '', 'slow later')
+})
+
+wait('a client that hangs up while waiting cancels nothing: the run still finishes', async () => {
+  openai.queue({ delayMs: 400 })
+  const before = new Set(rows().map((r) => r.id))
+  const req = request({ host: '127.0.0.1', port: h.port, path: '/hooks/slow', method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, agent: false })
+  req.on('error', () => {})
+  req.end(JSON.stringify({ q: 'gone' }))
+  const id = await until('the run to be accepted', () => rows().find((r) => r.definitionId === 'slow' && !before.has(r.id))?.id)
+  req.destroy()
+  const row = await runReaches(h.stateDir, id, 'succeeded', 5000)
+  assert.match(row.result ?? '', 'slow gone')
 })
 
 wait('a repeat of a waited request with the same Idempotency-Key gets the stored acceptance, not a second run', async () => {
