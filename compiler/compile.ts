@@ -6,7 +6,7 @@ import type { TemplateField } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import { needsStep, type ResolvedConfig, type ResolvedRoute } from './resolve.js'
 import type { WorkflowConfig } from './schema.js'
-import { compileTemplate, type CompiledTemplate, type TemplateOptions } from './templates.js'
+import { compileTemplate, parseReference, type CompiledTemplate, type TemplateOptions } from './templates.js'
 import { compileCondition, ConditionPool, type CompiledCondition } from './conditions.js'
 
 /** What a templated text becomes when the config gives no template. */
@@ -17,6 +17,8 @@ export interface CompiledRoute {
   /** JS source of `(c, h) => string` per templated field */
   render: Partial<Record<TemplateField, string>>
   when?: CompiledCondition
+  /** forEach: the payload path whose array the mapping fans out over */
+  forEach?: Array<string | number>
 }
 
 /** The templated fields of a workflow step. */
@@ -54,15 +56,22 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
   const conditions = new ConditionPool()
   const routes = resolved.routes.map((route) => {
     const render: CompiledRoute['render'] = {}
+    // {{item}} and {{index}} exist only where a request can fan out into several runs.
+    const fansOut = route.forEach !== undefined || route.transform !== undefined
     for (const [field, t] of Object.entries(route.templates) as Array<[TemplateField, { text: string; path: PathSegment[] }]>) {
       const check = field === 'sessionKey' && route.action === 'agent' ? (c: CompiledTemplate) => checkSessionKeyTemplate(c, resolved.policy.allowedSessionKeyPrefixes, loaded.locate(t.path), bag) : undefined
-      const code = one(t.text, t.path, check)
+      const code = one(t.text, t.path, check, { item: fansOut })
       if (code !== undefined) render[field] = code
     }
     const mainField: TemplateField = route.action === 'wake' ? 'text' : 'message'
     if (route.templates[mainField] === undefined) render[mainField] = one(DEFAULT_TEMPLATE, route.configPath)!
     const when = route.when && compileCondition(route.when.value, route.when.path, loaded, bag, conditions)
-    return when ? { route, render, when } : { route, render }
+    const compiled: CompiledRoute = when ? { route, render, when } : { route, render }
+    if (route.forEach) {
+      const keys = compileForEach(route.forEach.text, route.forEach.path, loaded, bag)
+      if (keys) compiled.forEach = keys
+    }
+    return compiled
   })
 
   const workflowSteps = new Map<string, CompiledWorkflowStep[]>()
@@ -70,6 +79,30 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
     workflowSteps.set(wf.id, wf.steps.map((step, s) => compileStep(wf, w, step, s, loaded, bag, one)))
   })
   return { routes, workflowSteps, conditions }
+}
+
+/**
+ * forEach names an array, not text: exactly one `{{payload…}}` reference, whose keys the runtime
+ * follows to the array (a value that is not an array is refused per request with 400).
+ */
+function compileForEach(text: string, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): Array<string | number> | undefined {
+  const inner = /^\s*\{\{\s*([^{}]*?)\s*\}\}\s*$/.exec(text)
+  const hint = 'write one reference to an array in the payload, e.g. forEach: "{{payload.messages}}"'
+  if (!inner) {
+    bag.error('FOR_EACH_INVALID', 'forEach must be a single {{…}} reference to an array, with no text around it', loaded.locate(path), hint)
+    return undefined
+  }
+  const parsed = parseReference(inner[1]!)
+  if (!parsed.ok) {
+    const e = parsed.errors[0]!
+    bag.error(e.code, e.message, loaded.locate(path), e.hint)
+    return undefined
+  }
+  if (parsed.reference.root !== 'payload' && parsed.reference.root !== 'body') {
+    bag.error('FOR_EACH_INVALID', `forEach reads the payload, not ${parsed.reference.root}`, loaded.locate(path), hint)
+    return undefined
+  }
+  return parsed.reference.keys
 }
 
 /**

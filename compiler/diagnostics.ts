@@ -79,6 +79,7 @@ export const DiagnosticCodes = {
   TEMPLATE_SYNTAX: 'a template is malformed',
   TEMPLATE_UNKNOWN_ROOT: 'a template names a variable that does not exist',
   TEMPLATE_FORBIDDEN_KEY: 'a template reads __proto__, prototype or constructor',
+  FOR_EACH_INVALID: 'a mapping\'s forEach is not a single {{payload…}} reference to an array',
   CONDITION_INVALID: 'a match.when condition or its operand has the wrong shape (an empty condition, in without a list, exists without true or false)',
   CONDITION_OPERATOR_UNKNOWN: 'a match.when uses an operator other than equals, in, exists, matches, all, any and not',
   CONDITION_PATH_INVALID: 'a match.when path is malformed or does not start with payload, body, headers or query',

@@ -12,7 +12,7 @@ import type { DiagnosticBag } from './diagnostics.js'
 import { displayPath, type LoadedConfig } from './load.js'
 import type { CompiledConfig } from './compile.js'
 import { isInside, type ResolvedConfig, type StepTransform } from './resolve.js'
-import { BUNDLE_FILE, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, bundleBanner, type BundleManifest } from '../runtime/bundle-format.js'
+import { BUNDLE_FILE, DEFAULT_MAX_ITEMS, DEFAULT_MAX_WAIT_SECONDS, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, bundleBanner, type BundleManifest } from '../runtime/bundle-format.js'
 
 export { BUNDLE_FILE, MANIFEST_FILE }
 
@@ -276,7 +276,7 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
   const routeData: unknown[] = []
   const routeLines: string[] = []
   const whenLines: string[] = []
-  for (const { route, render, when } of compiled.routes) {
+  for (const { route, render, when, forEach } of compiled.routes) {
     const data = {
       id: route.id,
       name: route.name,
@@ -295,6 +295,9 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
       signature: route.verifiedBy ?? null,
       allowUnsafeExternalContent: route.allowUnsafeExternalContent,
       notify: route.notify ?? null,
+      forEach: forEach ?? null,
+      maxItems: route.maxItems ?? DEFAULT_MAX_ITEMS,
+      waitSeconds: route.waitForCompletion ? Math.min(route.waitTimeoutSeconds ?? Infinity, resolved.server.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS) : null,
     }
     const renders = Object.entries(render).map(([field, code]) => `${lit(field)}: ${code}`).join(', ')
     const transform = route.transform && route.transformFile

@@ -35,6 +35,11 @@ export interface RouteSpec {
   timeoutSeconds?: number
   workflow?: string
   maxBodyBytes?: number
+  /** fan-out: the forEach reference as written, and where */
+  forEach?: { text: string; path: PathSegment[] }
+  maxItems?: number
+  waitForCompletion?: boolean
+  waitTimeoutSeconds?: number
   allowUnsafeExternalContent: boolean
   transform?: { module: string; exportName: string; timeoutMs: number; env: string[]; path: PathSegment[] }
   notify?: 'silent' | 'done' | 'state'
@@ -95,6 +100,7 @@ export function expandConfig(config: HooksConfig, loaded: LoadedConfig, bag: Dia
     const spec = fromMapping(preset.mapping(config), at, `preset:${name}`)
     // Preset templates are ours: their errors would point at the presets entry.
     for (const t of Object.values(spec.templates)) t.path = at
+    if (spec.forEach) spec.forEach.path = at
     spec.preset = name
     routes.push(spec)
   })
@@ -133,6 +139,10 @@ function fromMapping(m: MappingConfig, at: PathSegment[], fallbackId: string): R
   if (m.timeoutSeconds !== undefined) spec.timeoutSeconds = m.timeoutSeconds
   if (m.workflow !== undefined) spec.workflow = m.workflow
   if (m.maxBodyBytes !== undefined) spec.maxBodyBytes = m.maxBodyBytes
+  if (m.forEach !== undefined) spec.forEach = { text: m.forEach, path: [...at, 'forEach'] }
+  if (m.maxItems !== undefined) spec.maxItems = m.maxItems
+  if (m.waitForCompletion !== undefined) spec.waitForCompletion = m.waitForCompletion
+  if (m.waitTimeoutSeconds !== undefined) spec.waitTimeoutSeconds = m.waitTimeoutSeconds
   if (m.signature !== undefined) spec.signature = { value: m.signature, path: [...at, 'signature'] }
   if (m.transform) {
     spec.transform = {

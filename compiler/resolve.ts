@@ -13,6 +13,7 @@ import { LeftOut } from './validate.js'
 
 import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
 import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/runs.js'
+import { DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
 export type { SecretSpec }
@@ -86,6 +87,7 @@ export const DEFAULT_SERVER: ServerSettings = {
   idempotencyWindowMs: 86_400_000,
   transformMemoryMiB: 128,
   history: { keepRuns: DEFAULT_KEEP_HISTORY, compactAboveBytes: DEFAULT_COMPACT_ABOVE_BYTES, keepRequestBytes: DEFAULT_KEEP_REQUEST_BYTES },
+  maxWaitSeconds: DEFAULT_MAX_WAIT_SECONDS,
 }
 
 const MIB = 1024 * 1024
@@ -252,6 +254,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
       compactAboveBytes: s.history?.compactAboveMiB !== undefined ? s.history.compactAboveMiB * MIB : DEFAULT_SERVER.history!.compactAboveBytes,
       keepRequestBytes: s.history?.keepRequestMiB !== undefined ? s.history.keepRequestMiB * MIB : DEFAULT_SERVER.history!.keepRequestBytes,
     },
+    maxWaitSeconds: s.maxWaitSeconds ?? DEFAULT_SERVER.maxWaitSeconds!,
   }
 
   let gmail: Record<string, unknown> | undefined

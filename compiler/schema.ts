@@ -96,6 +96,10 @@ export const MappingSchema = Type.Object({
   workflow: Type.Optional(Id),
   maxBodyBytes: Type.Optional(BodyBytes),
   signature: Type.Optional(SignatureSchema),
+  forEach: Type.Optional(Type.String({ minLength: 1, description: 'fan-out: one run per element of this array, e.g. "{{payload.messages}}"; templates read the element as {{item}} and its position as {{index}}' })),
+  maxItems: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'fan-out: most runs one request may start; more → 413 too_many_items, default 200' })),
+  waitForCompletion: Type.Optional(Type.Boolean({ description: 'answer 200 with the outcome when the run ends within waitTimeoutSeconds, else the usual 202' })),
+  waitTimeoutSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 3600, description: 'how long waitForCompletion waits, capped by server.maxWaitSeconds (default that maximum)' })),
 }, { ...closed, description: 'a mapped path: /hooks/<match.path> → wake, agent or workflow' })
 
 export const GmailSchema = Type.Object({
@@ -217,6 +221,7 @@ export const ServerSchema = Type.Object({
     compactAboveMiB: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_048_576, description: 'at start, runs.jsonl past this size is compacted, default 64' })),
     keepRequestMiB: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_048_576, description: 'stored requests (for resume and replay) of finished runs a compaction keeps, newest first, default 32' })),
   }, { ...closed, description: 'how much run history is kept (hookgate runs, replay)' })),
+  maxWaitSeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 3600, description: 'the longest a request with waitForCompletion is held open, default 30; 0 never waits' })),
 }, closed)
 
 export const ProviderSchema = Type.Object({

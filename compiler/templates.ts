@@ -20,7 +20,7 @@ export interface TemplateError {
 }
 
 /** `body` is normalised to `payload` */
-export type TemplateRoot = 'payload' | 'headers' | 'query' | 'path' | 'now' | 'steps'
+export type TemplateRoot = 'payload' | 'headers' | 'query' | 'path' | 'now' | 'steps' | 'item' | 'index'
 
 /**
  * Where a template of a workflow step stands: `{{steps.<id>.output…}}` may read the output of a step
@@ -30,6 +30,8 @@ export interface TemplateOptions {
   steps?: { check(stepId: string): { code: 'WORKFLOW_STEP_REF_UNKNOWN' | 'WORKFLOW_STEP_REF_NOT_NEEDED'; message: string; hint?: string } | undefined }
   /** every tag's text is percent-encoded (a URL's path and query: a value cannot add a segment or a parameter) */
   encodeUriComponents?: boolean
+  /** `{{item}}` and `{{index}}` may be read: a mapping that fans out (forEach, or a transform's array) */
+  item?: boolean
 }
 
 export interface CompiledTemplate {
@@ -45,8 +47,10 @@ export interface CompiledTemplate {
 
 export type CompileTemplateResult = { ok: true; template: CompiledTemplate } | { ok: false; errors: TemplateError[] }
 
-const KNOWN_ROOTS = ['payload', 'body', 'headers', 'query', 'path', 'now'] as const
+const KNOWN_ROOTS = ['payload', 'body', 'headers', 'query', 'path', 'now', 'item', 'index'] as const
 type KnownRoot = (typeof KNOWN_ROOTS)[number]
+/** Roots that exist only where a mapping fans out (forEach, or a transform that may return an array). */
+const FAN_OUT_ROOTS: ReadonlySet<string> = new Set(['item', 'index'])
 
 const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor'])
 
@@ -214,7 +218,7 @@ function parseTag(text: string, start: number): TagParse {
 
 /** Whether a root takes the tag's steps: payload any, headers and query none or one name, path and now none. */
 function takesSteps(root: KnownRoot, segments: readonly Segment[]): boolean {
-  if (root === 'payload' || root === 'body') return true
+  if (root === 'payload' || root === 'body' || root === 'item') return true
   if (root === 'headers' || root === 'query') return segments.length === 0 || (segments.length === 1 && typeof segments[0]!.key === 'string')
   return segments.length === 0
 }
@@ -230,6 +234,7 @@ function unknownRootHint(tag: Tag): string {
   let best: string | undefined
   let bestDistance = 3 // suggest only within an edit distance of 2
   for (const known of KNOWN_ROOTS) {
+    if (FAN_OUT_ROOTS.has(known)) continue
     const distance = editDistance(lower, known)
     if (distance < bestDistance && takesSteps(known, tag.segments) && compiles(`{{${known}${steps}}}`)) {
       best = `{{${known}${steps}}}`
@@ -258,6 +263,14 @@ function checkTag(tag: Tag, options: TemplateOptions = {}): TemplateError[] {
     }
   } else if (FORBIDDEN_KEYS.has(root)) {
     errors.push({ code: 'TEMPLATE_FORBIDDEN_KEY', message: `forbidden key ${JSON.stringify(root)}`, offset: rootOffset, length: root.length })
+  } else if (FAN_OUT_ROOTS.has(root) && !options.item) {
+    errors.push({
+      code: 'TEMPLATE_UNKNOWN_ROOT',
+      message: `template variable ${JSON.stringify(root)} exists only in a mapping that fans out`,
+      offset: rootOffset,
+      length: root.length,
+      hint: 'set forEach (e.g. forEach: "{{payload.messages}}") or a transform that returns an array on this mapping',
+    })
   } else if (!(KNOWN_ROOTS as readonly string[]).includes(root)) {
     errors.push({
       code: 'TEMPLATE_UNKNOWN_ROOT',
@@ -283,7 +296,7 @@ function checkTag(tag: Tag, options: TemplateOptions = {}): TemplateError[] {
   const last = segments[segments.length - 1]
   if (first !== undefined && last !== undefined) {
     const span = { offset: first.start, length: last.end - first.start }
-    if (root === 'path' || root === 'now') {
+    if (root === 'path' || root === 'now' || root === 'index') {
       errors.push(syntaxError(`"${root}" takes no sub-path`, span.offset, span.length))
     } else if ((root === 'headers' || root === 'query') && (segments.length > 1 || typeof first.key === 'number')) {
       errors.push(syntaxError(`"${root}" takes exactly one name, e.g. {{${root}.${root === 'headers' ? 'x-github-event' : 'name'}}}`, span.offset, span.length))
@@ -319,6 +332,10 @@ function tagCode(tag: Tag): { code: string; root: TemplateRoot } {
       return { root, code: 'c.path' }
     case 'now':
       return { root, code: 'c.now' }
+    case 'item':
+      return { root, code: keys.length === 0 ? 'h.text(c.item)' : `h.text(h.get(c.item, [${keys.map(keyLiteral).join(',')}]))` }
+    case 'index':
+      return { root, code: 'String(c.index ?? "")' }
   }
 }
 

@@ -37,6 +37,11 @@ export interface TransformsModule {
   transforms: Record<string, (input: TransformInput) => unknown>
 }
 
+/** Fan-out: the most runs one request may start unless a mapping sets maxItems. */
+export const DEFAULT_MAX_ITEMS = 200
+/** waitForCompletion: the longest a request is held open unless server.maxWaitSeconds says otherwise. */
+export const DEFAULT_MAX_WAIT_SECONDS = 30
+
 export type ActionKind = 'wake' | 'agent' | 'workflow'
 export type WakeMode = 'now' | 'next-heartbeat'
 
@@ -148,6 +153,8 @@ export interface BundleConfig {
     transformMemoryMiB: number
     /** how much run history a compaction keeps (server.history); absent in bundles older than it */
     history?: { keepRuns: number; compactAboveBytes: number; keepRequestBytes: number }
+    /** the longest a waitForCompletion request is held open (absent in older bundles: 30) */
+    maxWaitSeconds?: number
   }
   agents: Array<{ id: string; default: boolean; model: string; fallbackModels: string[]; heartbeatSeconds: number | null; maxQueuedEvents: number; delivery: { channel: string; to: string | null } | null }>
   providers: BundleProvider[]
@@ -249,6 +256,12 @@ export interface BundleRoute {
   when: { test: ConditionFn; leaves: ConditionLeaf[]; tree: ConditionNode } | null
   /** set: the sender's signature authenticates this route instead of the hook token */
   signature: BundleSignature | null
+  /** fan-out: the payload path of the array to run once per element (absent: one run, or the transform's array) */
+  forEach?: Array<string | number> | null
+  /** fan-out: the most runs one request may start */
+  maxItems?: number
+  /** answer with the outcome when the run ends within this many seconds (capped by server.maxWaitSeconds) */
+  waitSeconds?: number | null
   /** data only: the code is in `file` (beside the bundle), which only transform workers import */
   transform: { exportName: string; module: string; timeoutMs: number; file: string; env: string[] } | null
 }

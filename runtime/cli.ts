@@ -145,7 +145,7 @@ async function tryCommand(argv: string[]): Promise<number> {
     case 'no-match':
       return print(404, { code: 'no_mapping', error: `no mapping matches ${bundle.config.basePath}/${name}` })
     case 'skip':
-      return print(204, { mapping: outcome.route.id, skipped: true })
+      return print(204, { mapping: outcome.route.id, skipped: true, ...(outcome.reason ? { reason: outcome.reason } : {}) })
     case 'filtered':
       // As the server answers, plus which comparison of each mapping's match.when failed.
       return print(204, { mapping: outcome.route.id, skipped: true, reason: 'filtered', when: explainFiltered(bundle.routeTable.get(name) ?? [], context) })
@@ -164,6 +164,21 @@ async function tryCommand(argv: string[]): Promise<number> {
       const status = outcome.action.kind === 'wake' ? 200 : 202
       const source = `hook ${bundle.config.basePath}/${name}`
       return print(status, { mapping: outcome.route.id, action: outcome.external ? envelop(outcome.action, source) : outcome.action, external: outcome.external })
+    }
+    case 'fan-out': {
+      // one run per element, each checked as the server checks it
+      for (const action of outcome.actions) {
+        if (action.kind !== 'agent') continue
+        try {
+          resolveMappedSessionKey(action.sessionKey, bundle.config)
+        } catch (err) {
+          if (!(err instanceof HttpError)) throw err
+          return print(err.status, { mapping: outcome.route.id, code: err.code, error: err.message })
+        }
+      }
+      const status = outcome.route.action === 'wake' ? 200 : 202
+      const source = `hook ${bundle.config.basePath}/${name}`
+      return print(status, { mapping: outcome.route.id, actions: outcome.actions.map((a) => (outcome.external ? envelop(a, source) : a)), external: outcome.external })
     }
   }
 }

@@ -1,10 +1,11 @@
 // The request-time half of a mapping: pick the route (match.source, then match.when), render its compiled
 // templates, hand its transform (secret headers redacted) to the worker threads that run it, merge
-// the transform's answer, and produce the action. Used by the server and by `hookgate try`, so
-// both answer the same.
+// the transform's answer, and produce the action — or, when the mapping fans out (forEach, or a
+// transform that returns an array), one action per element with the element as {{item}}. Used by
+// the server and by `hookgate try`, so both answer the same.
 //
 // Hot path: no file reads, no eval, no per-request allocation beyond the context and the action.
-import type { BundleRoute, RenderContext, TransformInput, WakeMode } from './bundle-format.js'
+import { DEFAULT_MAX_ITEMS, type BundleRoute, type RenderContext, type TransformInput, type WakeMode } from './bundle-format.js'
 import { TransformFailed, TransformTimeout } from './transforms/pool.js'
 import { isSecretHeader, templateHelpers } from './template-helpers.js'
 import { conditionHelpers } from './conditions.js'
@@ -47,11 +48,16 @@ export type HookAction = WakeAction | AgentAction | WorkflowAction
 
 export type MappingOutcome =
   | { kind: 'action'; route: BundleRoute; action: HookAction; external: boolean }
-  | { kind: 'skip'; route: BundleRoute }
+  /** one action per element of the forEach array or of the array the transform returned, in order */
+  | { kind: 'fan-out'; route: BundleRoute; actions: HookAction[]; items: unknown[]; external: boolean }
+  /** `empty`: the mapping fans out and the array had no element */
+  | { kind: 'skip'; route: BundleRoute; reason?: 'empty' }
   /** routes fit the payload's source, but the match.when of each did not hold; `route` is the first of them */
   | { kind: 'filtered'; route: BundleRoute }
   | { kind: 'no-match' }
   | { kind: 'error'; route: BundleRoute; status: 500; code: 'transform_failed' | 'transform_timeout' | 'transform_invalid_output'; error: string }
+  /** the request's fan-out cannot be accepted: forEach found no array (400), or more elements than maxItems (413) */
+  | { kind: 'error'; route: BundleRoute; status: 400 | 413; code: 'for_each_not_array' | 'too_many_items'; error: string }
 
 /** Keys a transform may return, with the type each must have. */
 const OVERRIDES: ReadonlyMap<string, 'string' | 'boolean' | 'number' | 'mode'> = new Map(Object.entries({
@@ -104,7 +110,8 @@ export async function applyMapping(routes: readonly BundleRoute[] | undefined, i
     const fn = route.render[field]
     return fn ? fn(ctx, templateHelpers) : null
   }
-  let action = baseAction(route, render)
+  let override: unknown
+  let items: unknown[] | undefined
 
   if (route.transform) {
     let out: unknown
@@ -117,13 +124,45 @@ export async function applyMapping(routes: readonly BundleRoute[] | undefined, i
       return { kind: 'error', route, status: 500, code: 'transform_failed', error: `transform of mapping "${route.id}" failed` }
     }
     if (out === null) return { kind: 'skip', route }
-    if (out !== undefined) {
-      const merged = mergeOverride(action, out)
-      if (typeof merged === 'string') return { kind: 'error', route, status: 500, code: 'transform_invalid_output', error: `transform of mapping "${route.id}" returned ${merged}` }
-      action = merged
-    }
+    // An array is the elements to fan out over (it wins over forEach); an object overrides fields.
+    if (Array.isArray(out)) items = out
+    else override = out
   }
-  return { kind: 'action', route, action, external: !route.allowUnsafeExternalContent }
+  if (items === undefined && route.forEach) {
+    const found = templateHelpers.get(input.payload, route.forEach)
+    if (!Array.isArray(found)) return { kind: 'error', route, status: 400, code: 'for_each_not_array', error: `mapping "${route.id}" runs once per element of ${forEachLabel(route.forEach)}, which is ${found === undefined ? 'missing' : `not an array but ${found === null ? 'null' : typeof found}`}` }
+    items = found
+  }
+  const external = !route.allowUnsafeExternalContent
+  if (items === undefined) {
+    const action = withOverride(route, baseAction(route, render), override)
+    return typeof action === 'string' ? invalidOutput(route, action) : { kind: 'action', route, action, external }
+  }
+  const maxItems = route.maxItems ?? DEFAULT_MAX_ITEMS
+  if (items.length > maxItems) return { kind: 'error', route, status: 413, code: 'too_many_items', error: `mapping "${route.id}" would start ${items.length} runs; at most ${maxItems} (maxItems) are accepted per request` }
+  if (items.length === 0) return { kind: 'skip', route, reason: 'empty' }
+  const actions: HookAction[] = []
+  for (let index = 0; index < items.length; index++) {
+    ctx.item = items[index]
+    ctx.index = index
+    const action = withOverride(route, baseAction(route, render), override)
+    if (typeof action === 'string') return invalidOutput(route, action)
+    actions.push(action)
+  }
+  return { kind: 'fan-out', route, actions, items, external }
+}
+
+function withOverride(route: BundleRoute, action: HookAction, override: unknown): HookAction | string {
+  return override === undefined ? action : mergeOverride(action, override)
+}
+
+function invalidOutput(route: BundleRoute, problem: string): MappingOutcome {
+  return { kind: 'error', route, status: 500, code: 'transform_invalid_output', error: `transform of mapping "${route.id}" returned ${problem}` }
+}
+
+/** `payload.messages` for the keys ["messages"], as forEach was written (give or take `body`). */
+function forEachLabel(keys: ReadonlyArray<string | number>): string {
+  return 'payload' + keys.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('')
 }
 
 function baseAction(route: BundleRoute, render: (f: keyof BundleRoute['render']) => string | null): HookAction {
@@ -151,7 +190,7 @@ function baseAction(route: BundleRoute, render: (f: keyof BundleRoute['render'])
 
 /** Returns the merged action, or a sentence saying what is wrong with the transform's answer. */
 function mergeOverride(action: HookAction, out: unknown): HookAction | string {
-  if (typeof out !== 'object' || Array.isArray(out)) return `${Array.isArray(out) ? 'an array' : typeof out}, not an object, null or nothing`
+  if (typeof out !== 'object' || out === null || Array.isArray(out)) return `${typeof out}, not an object, an array, null or nothing`
   const next: Record<string, unknown> = { ...action }
   for (const key of Object.keys(out as object)) {
     const want = OVERRIDES.get(key)

@@ -11,6 +11,9 @@ export interface RenderContext {
   path: string
   /** the request time as ISO-8601 UTC */
   now: string
+  /** fan-out only: the element this run renders, and its position (from 0) */
+  item?: unknown
+  index?: number
 }
 
 /** Keys a lookup never follows, whatever the object holds. */

@@ -1,5 +1,6 @@
 // The gmail preset: one agent mapping on /hooks/gmail fed by `hookgate webhooks gmail run`, which
-// posts the Gmail history it fetched as { messages: [{ id, from, subject, snippet, body }] }.
+// posts the Gmail history it fetched as { messages: [{ id, from, subject, snippet, body }] }: one
+// isolated agent turn per message (forEach), each under its own session key, all accepted at once.
 import type { PresetDefinition } from './index.js'
 
 export const gmailPreset: PresetDefinition = {
@@ -12,12 +13,13 @@ export const gmailPreset: PresetDefinition = {
       action: 'agent',
       wakeMode: 'now',
       name: 'Gmail',
-      sessionKey: 'hook:gmail:{{payload.messages[0].id}}',
+      forEach: '{{payload.messages}}',
+      sessionKey: 'hook:gmail:{{item.id}}',
       messageTemplate: [
-        'New email from {{payload.messages[0].from}}',
-        'Subject: {{payload.messages[0].subject}}',
-        '{{payload.messages[0].snippet}}',
-        '{{payload.messages[0].body}}',
+        'New email from {{item.from}}',
+        'Subject: {{item.subject}}',
+        '{{item.snippet}}',
+        '{{item.body}}',
       ].join('\n'),
       // A message body with its headers is larger than the 256 KiB default.
       maxBodyBytes: Math.max(1024 * 1024, (config.hooks.gmail?.maxBytes ?? 0) + 64 * 1024),

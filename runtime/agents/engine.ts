@@ -42,6 +42,8 @@ export interface WorkflowInput extends Origin { agentId: string; workflow: strin
 /** Fields the HTTP side fixes for the run row: its id, and for Idempotency-Key the key and the answer. */
 export interface RowExtra {
   id?: string
+  /** a request waits for this run (waitForCompletion): its whole reply is kept for the answer; needs `id` */
+  awaited?: boolean
   idempotency?: { key: string; fingerprint: string }
   response?: { status: number; body: Record<string, unknown> }
   /** a mapped request as it arrived (secrets redacted), kept for `hookgate runs replay` */
@@ -51,6 +53,12 @@ export interface RowExtra {
   /** a task's firing: its slot (the run id is derived from it, so a slot is claimed once) */
   scheduledFor?: string
 }
+
+/** One run to accept, as its submit method takes it (submitMany accepts several in one write). */
+export type Submission = { kind: 'wake'; input: WakeInput } | { kind: 'agent'; input: AgentInput } | { kind: 'workflow'; input: WorkflowInput }
+
+/** What a request that waited for its run answers with: the final row, and an agent run's whole reply and delivery. */
+export interface RunOutcome { row: RunRow; reply?: string; delivery?: string }
 
 /** The model side, as the engine needs it (runtime/agents/models.ts builds it from the bundle). */
 export interface Models { providerFor(model: string): ModelProvider }
@@ -130,6 +138,8 @@ export class Engine {
   private closed = false
   /** tells each run's reply channel about its status, as its notify policy asks */
   private readonly notifier: Notifier
+  /** runs a request waits on (waitForCompletion), with what their answer needs beyond the row */
+  private readonly awaited = new Map<string, { reply?: string; delivery?: string }>()
   /** agent and workflow runs accepted and not yet finished (the backlog the HTTP side bounds) */
   private pendingRuns = 0
 
@@ -221,40 +231,86 @@ export class Engine {
     return s
   }
 
-  /** Durable before it resolves: the run row and its event are on disk. */
   /**
    * The run row is the event: its request holds the text, so a wake costs one record in one
    * journal (one fdatasync per batch); a restart queues the rows no turn has read yet.
+   * Durable before it resolves: the run row and its event are on disk.
    */
   async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
-    const event: WakeEvent = { text: input.text, external: input.external, source: input.source }
-    const run: NewRun = { id: extra.id ?? randomUUID(), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, request: event }
-    if (input.name) run.name = input.name
-    if (extra.idempotency) run.idempotency = extra.idempotency
-    if (extra.response) run.response = extra.response
-    if (extra.received) run.received = extra.received
-    if (extra.replayOf !== undefined) run.replayOf = extra.replayOf
-    if (extra.scheduledFor !== undefined) run.scheduledFor = extra.scheduledFor
-    const row = await this.runs.create(run)
-    const session = this.session(input.agentId)
-    const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })
-    if (dropped.length > 0) await this.settleDropped(dropped)
-    if (input.mode === 'now') this.track(session.heartbeat())
-    return row
+    return this.submit({ kind: 'wake', input }, extra)
   }
 
   async submitAgent(input: AgentInput, extra: RowExtra = {}): Promise<RunRow> {
-    const { definitionKind, definitionId, correlationId, ...request } = input
-    const row = await this.runs.create({ id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'agent', agentId: input.agentId, sessionKey: input.sessionKey, ...(input.name ? { name: input.name } : {}), request })
-    this.track(this.runAgent(row, request))
-    return row
+    return this.submit({ kind: 'agent', input }, extra)
   }
 
   async submitWorkflow(input: WorkflowInput, extra: RowExtra = {}): Promise<RunRow> {
-    const { definitionKind, definitionId, correlationId, ...request } = input
-    const row = await this.runs.create({ id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'workflow', agentId: input.agentId, ...(input.name ? { name: input.name } : {}), request })
-    this.track(this.runWorkflow(row, request))
+    return this.submit({ kind: 'workflow', input }, extra)
+  }
+
+  /** One run, accepted durably before it resolves (submitMany for several in one write). */
+  async submit(submission: Submission, extra: RowExtra = {}): Promise<RunRow> {
+    const p = this.prepare(submission, extra)
+    const row = await this.runs.create(p.run)
+    await p.start(row)
     return row
+  }
+
+  /**
+   * Several runs accepted with one durable write (a fan-out request): every row is on disk, from
+   * one journal append, before it resolves; then each starts as its own submit would start it.
+   */
+  async submitMany(submissions: readonly Submission[], extras: readonly RowExtra[]): Promise<RunRow[]> {
+    const prepared = submissions.map((s, i) => this.prepare(s, extras[i] ?? {}))
+    const rows = await this.runs.createMany(prepared.map((p) => p.run))
+    for (let i = 0; i < rows.length; i++) await prepared[i]!.start(rows[i]!)
+    return rows
+  }
+
+  /** A submission's row, and what starts it once that row is on disk. */
+  private prepare(submission: Submission, extra: RowExtra): { run: NewRun; start(row: RunRow): Promise<void> } {
+    if (extra.awaited && extra.id) this.awaited.set(extra.id, {})
+    if (submission.kind === 'wake') {
+      const input = submission.input
+      const event: WakeEvent = { text: input.text, external: input.external, source: input.source }
+      const run: NewRun = { ...rowFields(extra), id: extra.id ?? randomUUID(), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, request: event }
+      if (input.name) run.name = input.name
+      return {
+        run,
+        start: async (row) => {
+          const session = this.session(input.agentId)
+          const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })
+          if (dropped.length > 0) await this.settleDropped(dropped)
+          if (input.mode === 'now') this.track(session.heartbeat())
+        },
+      }
+    }
+    if (submission.kind === 'agent') {
+      const { definitionKind, definitionId, correlationId, ...request } = submission.input
+      return {
+        run: { id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'agent', agentId: request.agentId, sessionKey: request.sessionKey, ...(request.name ? { name: request.name } : {}), request },
+        start: async (row) => { this.track(this.runAgent(row, request)) },
+      }
+    }
+    const { definitionKind, definitionId, correlationId, ...request } = submission.input
+    return {
+      run: { id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'workflow', agentId: request.agentId, ...(request.name ? { name: request.name } : {}), request },
+      start: async (row) => { this.track(this.runWorkflow(row, request)) },
+    }
+  }
+
+  /**
+   * A run's outcome once it is durably final, or null when `timeoutMs` passes first (waitForCompletion).
+   * Waiting never cancels anything: the run goes on and finishes whether or not anyone waits.
+   */
+  async whenFinished(runId: string, timeoutMs: number): Promise<RunOutcome | null> {
+    try {
+      const row = await this.runs.whenFinished(runId, timeoutMs)
+      if (!row) return null
+      return { row, ...this.awaited.get(runId) }
+    } finally {
+      this.awaited.delete(runId)
+    }
   }
 
   /** A matching request that started nothing (a transform skip or failure, a match.when that let it go) still gets its row. */
@@ -376,6 +432,8 @@ export class Engine {
       await this.isolated.append({ type: 'delivered', runId: row.id, at: new Date().toISOString(), note })
     }
     await this.summarise(row, req, `finished: ${reply.slice(0, 500)}`)
+    const waiter = this.awaited.get(row.id)
+    if (waiter) { waiter.reply = reply; if (note) waiter.delivery = note.trim().replace(/^\(|\)$/g, '') }
     await this.runs.transition(row.id, 'succeeded', { result: `${reply.slice(0, 480)}${note}`.slice(0, 500) })
     this.replies.delete(row.id)
     this.deliveredNotes.delete(row.id)

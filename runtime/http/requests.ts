@@ -59,6 +59,18 @@ export function resolveWakeAgent(w: WakeRequest, config: BundleConfig): string {
   return agentId
 }
 
+/**
+ * An /agent request's waitForCompletion and waitTimeoutSeconds: the seconds it asks to wait
+ * (unbounded here: the server caps it), or null when it does not ask.
+ */
+export function parseWait(payload: unknown): number | null {
+  const o = asObject(payload)
+  if (field<boolean>(o, 'waitForCompletion', 'boolean', false) !== true) return null
+  const seconds = field<number>(o, 'waitTimeoutSeconds', 'number', false)
+  if (seconds !== null && !(seconds > 0 && seconds <= 3600)) throw invalid('"waitTimeoutSeconds" must be a number of seconds above 0 and at most 3600')
+  return seconds ?? Infinity
+}
+
 export function parseAgentRequest(payload: unknown): AgentRequest {
   const o = asObject(payload)
   const timeoutSeconds = field<number>(o, 'timeoutSeconds', 'number', false)

@@ -6,9 +6,9 @@
 // anything here that a request does not need.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { BundleRoute } from '../bundle-format.js'
+import { DEFAULT_MAX_WAIT_SECONDS, type BundleConfig, type BundleRoute, type RenderContext } from '../bundle-format.js'
 import type { LoadedBundle } from '../bundle.js'
-import type { Engine, Origin, RowExtra } from '../agents/engine.js'
+import type { Engine, Origin, RowExtra, RunOutcome, Submission } from '../agents/engine.js'
 import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
 import { applyMapping, selectRoute, type TransformRunner } from '../mapping.js'
 import { isSecretHeader } from '../template-helpers.js'
@@ -16,7 +16,7 @@ import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { parseBody, readBody } from './body.js'
 import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
-import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
+import { checkModelOverride, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 import type { RefusalRecorder } from '../store/rejects.js'
 import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../service-metrics.js'
 
@@ -195,25 +195,42 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   let stored: StoredResponse | null = null
   try {
     /** The run row carries its id, the key and the answer, so a replay survives a restart. */
-    const answer = (status: number, body: (runId: string) => Record<string, unknown>): RowExtra & { send(): number } => {
-      const id = randomUUID()
-      notes.runId = id
-      const response = { status, body: { ok: true, ...body(id) } }
+    const answer = (status: number, body: (runId: string) => Record<string, unknown>): Reply => {
+      const many = answerMany(status, 1, (ids) => body(ids[0]!))
+      return { ...many.extras[0]!, send: many.send, sendOutcome: many.sendOutcome }
+    }
+    /**
+     * Several runs, one answer: the first row keeps it (and the key) for a replay. A request that
+     * waited and saw its runs finish is answered 200 with the outcome, but a replay of it gets the
+     * acceptance answer stored with the run: replays never wait.
+     */
+    const answerMany = (status: number, count: number, body: (runIds: string[]) => Record<string, unknown>): ManyReply => {
+      const ids = Array.from({ length: count }, () => randomUUID())
+      notes.runId = ids[0]
+      const response = { status, body: { ok: true, ...body(ids) } }
+      // every run of the request keeps how it was received (for a replay) and what it replays
+      const extras: RowExtra[] = ids.map((id) => ({ ...notes.trace, id }))
+      // only a run started with an Idempotency-Key keeps its answer, to replay it after a restart
+      if (idem) Object.assign(extras[0]!, { response, idempotency: { key: key as string, fingerprint: idem.fingerprint } })
       return {
-        id,
-        // only a run started with an Idempotency-Key keeps its answer, to replay it after a restart
-        ...(idem ? { response, idempotency: { key: key as string, fingerprint: idem.fingerprint } } : {}),
-        ...notes.trace,
+        ids,
+        extras,
         send() {
-          setRunId(id)
+          setRunId(ids[0]!)
           stored = response
           sendJson(res, status, response.body)
           return status
         },
+        sendOutcome(outcome) {
+          setRunId(ids[0]!)
+          stored = response
+          sendJson(res, 200, { ...response.body, ...outcome })
+          return 200
+        },
       }
     }
     try {
-      return await dispatch(req, res, serving, deps, name, payload, body.length, params, now, correlationId, source, answer, notes)
+      return await dispatch(req, res, serving, deps, name, payload, body.length, params, now, correlationId, source, { one: answer, many: answerMany }, notes)
     } catch (err) {
       // A matching request that failed unexpectedly (a 500) still leaves its row, unless its run was written.
       const m = notes.matched
@@ -227,7 +244,13 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   }
 }
 
-type Answer = (status: number, body: (runId: string) => Record<string, unknown>) => RowExtra & { send(): number }
+/** The answer to a request that started runs: sent once they are on disk (`sendOutcome`: 200 once they finished). */
+interface ManyReply { ids: string[]; extras: RowExtra[]; send(): number; sendOutcome(outcome: Record<string, unknown>): number }
+type Reply = RowExtra & Pick<ManyReply, 'send' | 'sendOutcome'>
+interface Answer {
+  one(status: number, body: (runId: string) => Record<string, unknown>): Reply
+  many(status: number, count: number, body: (runIds: string[]) => Record<string, unknown>): ManyReply
+}
 
 /** payload validation → policy → mapping/transform → action, once the body is in. */
 async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, bodyBytes: number, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer, notes: RequestNotes): Promise<number> {
@@ -236,7 +259,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (name === 'wake') {
     const w = parseWakeRequest(payload)
     const agentId = resolveWakeAgent(w, config)
-    const reply = answer(200, (runId) => ({ action: 'wake', runId, mode: w.mode }))
+    const reply = answer.one(200, (runId) => ({ action: 'wake', runId, mode: w.mode }))
     await deps.engine.submitWake({ definitionKind: 'hook', definitionId: 'wake', correlationId, source, external: true, agentId, text: w.text, mode: w.mode, name: null }, reply)
     return reply.send()
   }
@@ -247,9 +270,10 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     const sessionKey = resolveRequestSessionKey(a.sessionKey, config)
     checkModelOverride(a.model, agentId, config)
     checkThinking(a.thinking, a.model, agentId, config)
-    const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
-    await deps.engine.submitAgent({ definitionKind: 'hook', definitionId: 'agent', correlationId, source, external: true, ...a, agentId, sessionKey }, reply)
-    return reply.send()
+    const waitSeconds = waitSecondsOf(parseWait(payload), config)
+    const reply = answer.one(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
+    await deps.engine.submitAgent({ definitionKind: 'hook', definitionId: 'agent', correlationId, source, external: true, ...a, agentId, sessionKey }, { ...reply, awaited: waitSeconds > 0 })
+    return waitForRuns(deps.engine, [reply.id!], waitSeconds, reply)
   }
 
   const context = { payload, headers: headerRecord(req), query: queryRecord(params), path: name, now: new Date(now).toISOString() }
@@ -277,39 +301,93 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (outcome.kind === 'no-match' || outcome.kind === 'filtered') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
   const matched = { definitionKind: chosen.definitionKind, definitionId: chosen.id, correlationId }
   if (outcome.kind === 'error') {
+    // The request's own fan-out cannot be accepted (no array, too many elements): the sender's to fix.
+    if (outcome.status !== 500) throw new HttpError(outcome.status, outcome.code, outcome.error)
     process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
     countTransformFailure(outcome.route.id, outcome.code)
     await deps.engine.recordOutcome(matched, chosen.action, 'failed', outcome.error, undefined, notes.trace)
     throw new HttpError(500, outcome.code, outcome.code === 'transform_timeout' ? 'the mapping transform timed out' : 'the mapping transform failed')
   }
   if (outcome.kind === 'skip') {
-    await deps.engine.recordOutcome(matched, chosen.action, 'skipped', undefined, undefined, notes.trace)
+    await deps.engine.recordOutcome(matched, chosen.action, 'skipped', undefined, outcome.reason, notes.trace)
     res.writeHead(204).end()
     return 204
   }
   const route = outcome.route
   const origin: Origin = { definitionKind: route.definitionKind, definitionId: route.id, correlationId, source, external: outcome.external }
-  const action = outcome.action
-  const agentId = resolveAgentId(action.agentId, config)
-  if (action.kind === 'wake') {
-    const reply = answer(200, (runId) => ({ action: 'wake', runId, mode: action.mode }))
-    await deps.engine.submitWake({ ...origin, agentId, text: action.text, mode: action.mode, name: null }, reply)
-    return reply.send()
+  const fanOut = outcome.kind === 'fan-out'
+  const actions = fanOut ? outcome.actions : [outcome.action]
+  if (route.action !== 'wake') refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
+  // Every policy check before anything is written: one refused element refuses the request.
+  const submissions: Submission[] = actions.map((action, i) => {
+    const agentId = resolveAgentId(action.agentId, config)
+    if (action.kind === 'wake') return { kind: 'wake', input: { ...origin, agentId, text: action.text, mode: action.mode, name: null } }
+    if (action.kind === 'workflow') {
+      // Stored with the run to render its steps later: secret headers never reach the disk.
+      const stored: RenderContext = { ...context, headers: notes.trace?.received?.headers ?? redactHeaders(context.headers), ...(fanOut ? { item: outcome.items[i], index: i } : {}) }
+      return { kind: 'workflow', input: { ...origin, agentId, workflow: action.workflow, name: action.name, context: stored } }
+    }
+    const sessionKey = resolveMappedSessionKey(action.sessionKey, config)
+    checkModelOverride(action.model, agentId, config)
+    checkThinking(action.thinking, action.model, agentId, config)
+    const { kind: _kind, ...rest } = action
+    return { kind: 'agent', input: { ...origin, ...rest, agentId, sessionKey } }
+  })
+  const kind = submissions[0]!.kind
+  const status = kind === 'wake' ? 200 : 202
+  const describe = (s: Submission, runId: string): Record<string, unknown> => {
+    if (s.kind === 'wake') return { action: 'wake', runId, mode: s.input.mode }
+    if (s.kind === 'workflow') return { action: 'workflow', runId, correlationId }
+    return { action: 'agent', runId, correlationId, sessionKey: s.input.sessionKey }
   }
-  refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
-  if (action.kind === 'workflow') {
-    const reply = answer(202, (runId) => ({ action: 'workflow', runId, correlationId }))
-    // Stored with the run to render its steps later: secret headers never reach the disk.
-    const stored = { ...context, headers: notes.trace.received!.headers }
-    await deps.engine.submitWorkflow({ ...origin, agentId, workflow: action.workflow, name: action.name, context: stored }, reply)
-    return reply.send()
+  // A wake is done once queued; only agent and workflow runs are waited for.
+  const waitSeconds = kind === 'wake' ? 0 : Math.min(route.waitSeconds ?? 0, maxWaitSeconds(config))
+  if (!fanOut) {
+    const reply = answer.one(status, (runId) => describe(submissions[0]!, runId))
+    await deps.engine.submit(submissions[0]!, { ...reply, awaited: waitSeconds > 0 })
+    return waitForRuns(deps.engine, [reply.id!], waitSeconds, reply)
   }
-  const sessionKey = resolveMappedSessionKey(action.sessionKey, config)
-  checkModelOverride(action.model, agentId, config)
-  checkThinking(action.thinking, action.model, agentId, config)
-  const reply = answer(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
-  await deps.engine.submitAgent({ ...origin, ...action, agentId, sessionKey }, reply)
-  return reply.send()
+  // Fan-out: one run per element, all written with one journal append before the answer.
+  const reply = answer.many(status, submissions.length, (runIds) => {
+    const first = describe(submissions[0]!, runIds[0]!)
+    const sessionKeys = kind === 'agent' ? { sessionKeys: submissions.map((s) => (s.kind === 'agent' ? s.input.sessionKey : '')) } : {}
+    return { ...first, runIds, ...sessionKeys }
+  })
+  await deps.engine.submitMany(submissions, reply.extras.map((e) => ({ ...e, awaited: waitSeconds > 0 })))
+  return waitForRuns(deps.engine, reply.ids, waitSeconds, reply)
+}
+
+/** server.maxWaitSeconds (older bundles carry none: the default). */
+function maxWaitSeconds(config: BundleConfig): number {
+  return config.server.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS
+}
+
+/** How long an /agent request asked to wait, bounded by the server's maximum; 0: answer at once. */
+function waitSecondsOf(wait: number | null, config: BundleConfig): number {
+  return wait === null ? 0 : Math.min(wait, maxWaitSeconds(config))
+}
+
+/**
+ * waitForCompletion: holds the answer until every run is durably final (200 with the outcome) or
+ * the wait is over (the usual acceptance answer). The runs go on either way; a client that hangs
+ * up meanwhile cancels nothing.
+ */
+async function waitForRuns(engine: Engine, runIds: string[], waitSeconds: number, reply: Pick<ManyReply, 'send' | 'sendOutcome'>): Promise<number> {
+  if (waitSeconds <= 0) return reply.send()
+  const outcomes = await Promise.all(runIds.map((id) => engine.whenFinished(id, waitSeconds * 1000)))
+  if (outcomes.some((o) => o === null)) return reply.send()
+  const shown = outcomes.map((o) => describeOutcome(o!))
+  return reply.sendOutcome(shown.length === 1 ? shown[0]! : { runs: shown })
+}
+
+/** What a waited-for run's answer says of it: its final status, and its reply, result, delivery or error. */
+function describeOutcome(o: RunOutcome): Record<string, unknown> {
+  const out: Record<string, unknown> = { runId: o.row.id, status: o.row.status }
+  if (o.reply !== undefined) out.reply = o.reply
+  else if (o.row.result !== undefined) out.result = o.row.result
+  if (o.delivery !== undefined) out.delivery = o.delivery
+  if (o.row.error !== undefined) out.error = o.row.error
+  return out
 }
 
 /**

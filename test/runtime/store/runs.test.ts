@@ -511,3 +511,43 @@ stepOutput('refuses an output that would not come back the same from JSON', asyn
 })
 
 stepOutput.run()
+
+const createMany = suite('RunStore.createMany')
+
+createMany('writes every row with one journal append and one fdatasync, and a restart folds them all back', async () => {
+  const dir = freshDir()
+  const store = RunStore.open(dir, { now: steppingClock() })
+  const before = { ...store.journalStats }
+  const rows = await store.createMany([newRun('m1'), newRun('m2'), newRun('m3')])
+  assert.equal(rows.map((r) => r.id), ['m1', 'm2', 'm3'])
+  assert.equal({ appends: store.journalStats.appends - before.appends, fsyncs: store.journalStats.fsyncs - before.fsyncs }, { appends: 1, fsyncs: 1 })
+  await store.close()
+  assert.equal(RunStore.readRows(dir).map((r) => r.id).sort(), ['m1', 'm2', 'm3'])
+})
+
+createMany('refuses the whole batch, writing nothing, when one id repeats', async () => {
+  const store = openStore()
+  const err = await rejectionOf(store.createMany([newRun('d1'), newRun('d1')]))
+  assert.ok(err instanceof RunStoreError && err.code === 'duplicate_run')
+  assert.is(store.get('d1'), undefined)
+  await store.close()
+})
+
+const whenFinished = suite('RunStore.whenFinished')
+
+whenFinished('resolves with the final row once its status is durable, and with null when the wait ends first', async () => {
+  const store = openStore()
+  await store.create(newRun('w1'))
+  assert.is(await store.whenFinished('w1', 20), null, 'an unfinished run times out the wait')
+  const waiting = store.whenFinished('w1', 5000)
+  await store.transition('w1', 'running')
+  await store.transition('w1', 'succeeded', { result: 'done' })
+  const row = await waiting
+  assert.is(row?.status, 'succeeded')
+  assert.is(row?.result, 'done')
+  assert.is((await store.whenFinished('w1', 0))?.status, 'succeeded', 'a finished run answers at once')
+  await store.close()
+})
+
+createMany.run()
+whenFinished.run()
