@@ -4,6 +4,11 @@
 // the workflow runner (runtime/workflows/), wired here to the models, sessions, channels and
 // transform workers. Every run is on disk before the request is answered, and runs a crash left
 // unfinished are resumed at start (a reply already on disk is delivered, not asked for again).
+//
+// Over 400 lines: the isolated agent turn (ask, record, deliver, summarise) and the submit/resume
+// paths share the session and reply state kept here; the scheduler (runtime/scheduler/), the workflow
+// runner (runtime/workflows/) and notifications (runtime/notify/) live in their own modules and are
+// only wired here. The isolated turn is the next piece to move out.
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'

@@ -4,6 +4,10 @@
 //
 // Hot path: one Map lookup for the route; no file reads, no YAML, no schema, no eval. Do not add
 // anything here that a request does not need.
+//
+// Over 400 lines: the order of checks (signed routes, replays, disabled ingress) and the dispatch
+// (fan-out, waiting, idempotent answers) must be read together to see that every path answers once
+// and writes its row; the pieces that stand alone (auth, body, signatures, requests) have their files.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { DEFAULT_MAX_WAIT_SECONDS, type BundleConfig, type BundleRoute, type RenderContext } from '../bundle-format.js'
