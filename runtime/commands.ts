@@ -338,7 +338,8 @@ export function readCommandArgs(name: string, argv: readonly string[], io: { std
   return parsed
 }
 
-const processIO = {
+/** Where a command's output goes: the process's stdout and stderr (tests pass their own). */
+export const processIO = {
   stdout: (text: string) => { process.stdout.write(text) },
   stderr: (text: string) => { process.stderr.write(text) },
 }

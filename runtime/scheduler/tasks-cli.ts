@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs'
 import type { BundleTask } from '../bundle-format.js'
 import { loadBundle } from '../bundle.js'
-import { getCommand, readCommandArgs, usageLine } from '../commands.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
 import { RunStore } from '../store/runs.js'
 import { printable, type CommandIO } from '../store/runs-cli.js'
 import { slotClock } from './cron.js'
@@ -14,10 +14,6 @@ const EXIT = { ok: 0, failed: 1, usage: 2 } as const
 const TASKS_USAGE = usageLine(getCommand('tasks'))
 const MAX_COUNT = 1000
 
-const processIO: CommandIO = {
-  stdout: (text) => { process.stdout.write(text) },
-  stderr: (text) => { process.stderr.write(text) },
-}
 
 export interface TaskListing {
   id: string

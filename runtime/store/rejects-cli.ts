@@ -3,7 +3,7 @@
 // state; a missing log is an empty answer. The table or the JSON array goes to stdout, the summary
 // and warnings to stderr.
 import { join } from 'node:path'
-import { getCommand, readCommandArgs, usageLine } from '../commands.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
 import { parseDuration, RejectLog, REJECTS_FILE, type RejectRecord } from './rejects.js'
 import { clipCell, printable, type CommandIO } from './runs-cli.js'
 
@@ -14,10 +14,6 @@ const EXIT = { ok: 0, failed: 1, usage: 2 } as const
 const PATH_MAX = 48
 const CLIENT_MAX = 40
 
-const processIO: CommandIO = {
-  stdout: (text) => { process.stdout.write(text) },
-  stderr: (text) => { process.stderr.write(text) },
-}
 
 export async function rejectsCommand(argv: string[], defaults: { stateDir: string; now?: () => number }, io: CommandIO = processIO): Promise<number> {
   const parsed = readCommandArgs('rejects', argv, io)

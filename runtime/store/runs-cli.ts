@@ -3,7 +3,7 @@
 // without opening it for writing, so they work while a server holds it. Machine output (the table
 // or the JSON) goes to stdout; the summary and warnings go to stderr.
 import { existsSync } from 'node:fs'
-import { getCommand, readCommandArgs, usageLine } from '../commands.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
 import { RUNS_FILE, RunStore, type DefinitionKind, type RunHistory, type RunRow, type RunStatus } from './runs.js'
 import { parseDuration } from './rejects.js'
 import { join } from 'node:path'
@@ -24,10 +24,6 @@ export interface CommandIO {
   stderr: (text: string) => void
 }
 
-const processIO: CommandIO = {
-  stdout: (text) => { process.stdout.write(text) },
-  stderr: (text) => { process.stderr.write(text) },
-}
 
 export async function runsCommand(argv: string[], defaults: { stateDir: string; now?: () => number }, io: CommandIO = processIO): Promise<number> {
   const parsed = readCommandArgs('runs', argv, io)

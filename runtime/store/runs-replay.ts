@@ -6,7 +6,7 @@
 // This command only reads the history: the server alone writes it.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { getCommand, readCommandArgs, usageLine } from '../commands.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
 import { GENERATED_TOKEN_FILE } from '../secrets.js'
 import { RUNS_FILE, RunStore } from './runs.js'
 import { printable, readHistory, type CommandIO } from './runs-cli.js'
@@ -21,10 +21,6 @@ const NOT_REPLAYED = new Set([
   'authorization', 'x-hookgate-token', 'x-hookgate-replay-of', 'idempotency-key', 'x-correlation-id',
 ])
 
-const processIO: CommandIO = {
-  stdout: (text) => { process.stdout.write(text) },
-  stderr: (text) => { process.stderr.write(text) },
-}
 
 export async function runsReplayCommand(argv: string[], defaults: { stateDir: string; env?: NodeJS.ProcessEnv }, io: CommandIO = processIO): Promise<number> {
   const parsed = readCommandArgs('runs replay', argv, io)
