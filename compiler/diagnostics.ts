@@ -99,6 +99,7 @@ export const DiagnosticCodes = {
   TRANSFORM_BUILD: 'esbuild could not build the transform module',
   CRON_INVALID: 'a task schedule is not a valid five-field cron expression',
   CRON_NEVER_FIRES: 'a task schedule names days that never occur in its months (e.g. 30 2)',
+  DEFINITION_DUPLICATE_NAME: 'two Triggers, or two Tasks, of one agent have the same name (their ids are made from it)',
   TASK_SCHEDULE_MISSING: 'a task has neither schedule nor every',
   TASK_SCHEDULE_TWICE: 'a task has both schedule and every',
   TASK_TIMEZONE_WITH_EVERY: 'a task with every also sets timezone, which only applies to schedule',

@@ -65,8 +65,18 @@ export function expandConfig(config: HooksConfig, loaded: LoadedConfig, bag: Dia
 
   const agents = config.agents && config.agents.length > 0 ? config.agents : [DEFAULT_AGENT]
   ;(config.agents ?? []).forEach((agent, a) => {
+    const names = new Map<string, number>()
     ;(agent.triggers ?? []).forEach((t, i) => {
       const at: PathSegment[] = ['agents', a, 'triggers', i]
+      // A Trigger's id (and so its run history) comes from its name, so two of one agent may not share one.
+      const clash = names.get(slug(t.name))
+      if (clash !== undefined) {
+        bag.error('DEFINITION_DUPLICATE_NAME', `agent "${agent.id}" has two Triggers named "${t.name}" (the other is at line ${loaded.locate(['agents', a, 'triggers', clash]).line})`, loaded.locate([...at, 'name']), 'give each Trigger a name of its own')
+        return
+      }
+      names.set(slug(t.name), i)
+      // A disabled Trigger stays in the file, checked by the schema, and serves nothing.
+      if (t.enabled === false) return
       const templates: RouteSpec['templates'] = {}
       if (t.prompt !== undefined) templates[t.target === 'wake' ? 'text' : 'message'] = { text: t.prompt, path: [...at, 'prompt'] }
       if (t.to !== undefined) templates.to = { text: t.to, path: [...at, 'to'] }
@@ -156,6 +166,7 @@ function fromMapping(m: MappingConfig, at: PathSegment[], fallbackId: string): R
   return spec
 }
 
-function slug(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'trigger'
+/** the id part made from a Trigger's or Task's name: `Deploy hook` → `deploy-hook` */
+export function slug(name: string, fallback = 'trigger'): string {
+  return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || fallback
 }

@@ -4,7 +4,7 @@
 // one run shows every finding. Only a file that cannot be read or parsed stops the run, and the
 // bundle is written only when nothing at all is wrong.
 import { DiagnosticBag, type Diagnostic } from './diagnostics.js'
-import { loadConfig } from './load.js'
+import { loadConfig, parseConfigSource, type LoadedConfig } from './load.js'
 import { validateParts } from './validate.js'
 import { expandConfig } from './expand.js'
 import { resolveConfig } from './resolve.js'
@@ -27,7 +27,20 @@ export interface CompileOutcome {
 
 export async function compileFile(file: string, options: CompileOptions): Promise<CompileOutcome> {
   const bag = new DiagnosticBag()
-  const read = loadConfig(file, bag)
+  return compileLoaded(loadConfig(file, bag), bag, options)
+}
+
+/**
+ * Compiles YAML text as if it were the file `absFile` (its directory is the config tree: transforms
+ * and secret files are found from there). The operator page checks an edit this way before it
+ * writes anything: the findings name the real file, and a refused edit leaves the disk untouched.
+ */
+export async function compileSource(source: string, absFile: string, options: CompileOptions): Promise<CompileOutcome> {
+  const bag = new DiagnosticBag()
+  return compileLoaded(parseConfigSource(source, absFile, bag), bag, options)
+}
+
+async function compileLoaded(read: LoadedConfig | undefined, bag: DiagnosticBag, options: CompileOptions): Promise<CompileOutcome> {
   const valid = read && validateParts(read, bag)
   if (!valid) return { diagnostics: bag.sorted(), ok: false }
   const { config, loaded, leftOut } = valid

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { closest, type DiagnosticBag, type Location } from './diagnostics.js'
-import type { ExpandedConfig, RouteSpec } from './expand.js'
+import { slug, type ExpandedConfig, type RouteSpec } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import type { HooksConfig, SecretRefConfig, TaskConfig, TokenRefConfig, WorkflowConfig } from './schema.js'
 import { compileCron, compileEvery, isKnownTimeZone } from './cron.js'
@@ -549,14 +549,25 @@ function isAddressOrCidr(text: string): boolean {
 function resolveTasks(config: HooksConfig, loaded: LoadedConfig, bag: DiagnosticBag, workflowIds: Set<string>, leftOut: LeftOut): ResolvedTask[] {
   const tasks: ResolvedTask[] = []
   ;(config.agents ?? []).forEach((agent, a) => {
+    const names = new Map<string, number>()
     ;(agent.tasks ?? []).forEach((t, i) => {
       const at: PathSegment[] = ['agents', a, 'tasks', i]
+      // The id, and so the task's history and its last firing, follows its name, not its place in the list.
+      const id = `task:${agent.id}:${slug(t.name, 'task')}`
+      const clash = names.get(id)
+      if (clash !== undefined) {
+        bag.error('DEFINITION_DUPLICATE_NAME', `agent "${agent.id}" has two Tasks named "${t.name}" (the other is at line ${loaded.locate(['agents', a, 'tasks', clash]).line})`, loaded.locate([...at, 'name']), 'give each Task a name of its own')
+        return
+      }
+      names.set(id, i)
       const when = resolveTaskSchedule(t, at, loaded, bag)
       if (t.target === 'workflow') {
         if (t.workflow === undefined) bag.error('WORKFLOW_MISSING', `task "${t.name}" has target workflow but no workflow`, loaded.locate(at))
         else if (!workflowIds.has(t.workflow) && !leftOut.mayDeclare('workflows', t.workflow)) bag.error('WORKFLOW_UNKNOWN', `workflow "${t.workflow}" is not declared under workflows`, loaded.locate([...at, 'workflow']), hintFrom(t.workflow, workflowIds))
       }
-      const task: ResolvedTask = { id: `task:${agent.id}:${i + 1}`, agentId: agent.id, name: t.name, schedule: t.schedule ?? `every ${t.every ?? ''}`, target: t.target, notify: t.notify ?? 'done', catchUp: t.catchUp ?? 'once' }
+      // A disabled Task is checked like any other and then left out of the schedule.
+      if (t.enabled === false) return
+      const task: ResolvedTask = { id, agentId: agent.id, name: t.name, schedule: t.schedule ?? `every ${t.every ?? ''}`, target: t.target, notify: t.notify ?? 'done', catchUp: t.catchUp ?? 'once' }
       if (when) task.when = when
       if (t.workflow !== undefined) task.workflow = t.workflow
       if (t.prompt !== undefined) task.prompt = t.prompt

@@ -140,6 +140,7 @@ export const TriggerSchema = Type.Object({
   to: Type.Optional(Template),
   timeoutSeconds: Type.Optional(TimeoutSeconds),
   notify: Type.Optional(Type.Enum(['silent', 'done', 'state'])),
+  enabled: Type.Optional(Type.Boolean({ description: 'false keeps the Trigger in the file but does not serve its path (404); default true' })),
 }, { ...closed, description: 'a Trigger definition: an outside system calling over HTTP' })
 
 export const TaskSchema = Type.Object({
@@ -153,6 +154,7 @@ export const TaskSchema = Type.Object({
   prompt: Type.Optional(Type.String()),
   timeoutSeconds: Type.Optional(TimeoutSeconds),
   notify: Type.Optional(Type.Enum(['silent', 'done', 'state'])),
+  enabled: Type.Optional(Type.Boolean({ description: 'false keeps the Task in the file but does not schedule it; default true' })),
 }, { ...closed, description: 'a scheduled Task: the service running something on its own' })
 
 export const AgentSchema = Type.Object({

@@ -26,7 +26,7 @@ ${task.split('\n').map((l) => `        ${l}`).join('\n')}
 `
 }
 
-const TASK_ID = 'task:main:1'
+const TASK_ID = 'task:main:tick'
 
 function taskRows(stateDir: string): RunRow[] {
   return RunStore.readRows(stateDir).filter((r) => r.definitionKind === 'task' && r.definitionId === TASK_ID)

@@ -37,7 +37,7 @@ cli.before(async () => {
   project = await compileProject(CONFIG)
   const store = RunStore.open(project.stateDir, { fsync: false })
   const scheduledFor = '2026-11-23T08:00:00.000Z'
-  await store.create({ id: taskRunId('task:main:1', scheduledFor), definitionKind: 'task', definitionId: 'task:main:1', correlationId: 'c', action: 'agent', status: 'succeeded', scheduledFor })
+  await store.create({ id: taskRunId('task:main:standup', scheduledFor), definitionKind: 'task', definitionId: 'task:main:standup', correlationId: 'c', action: 'agent', status: 'succeeded', scheduledFor })
   await store.close()
 })
 
@@ -46,8 +46,8 @@ cli('--json lists each task with its schedule, its last firing and --count next 
   assert.is(r.code, 0, describeRun(r))
   const tasks = stdoutJson<TaskListing[]>(r)
   assert.equal(tasks.map((t) => [t.id, t.name, t.target, t.schedule, t.timezone, t.catchUp]), [
-    ['task:main:1', 'standup', 'agent', '0 9 * * MON-FRI', 'Europe/Berlin', 'once'],
-    ['task:main:2', 'poll', 'wake', 'every 90s', null, 'skip'],
+    ['task:main:standup', 'standup', 'agent', '0 9 * * MON-FRI', 'Europe/Berlin', 'once'],
+    ['task:main:poll', 'poll', 'wake', 'every 90s', null, 'skip'],
   ])
   assert.is(tasks[0]!.lastFiredFor, '2026-11-23T08:00:00.000Z')
   assert.is(tasks[1]!.lastFiredFor, null)
@@ -64,7 +64,7 @@ cli('the table shows the next weekday mornings at 09:00 Berlin time (08:00 UTC i
   const friday = Date.parse('2026-11-27T10:00:00Z')
   const code = await tasksCommand(['--bundle', project.outDir, '--state', project.stateDir, '--count', '2'], { stateDir: '.hookgate' }, { stdout: (t) => { stdout += t }, stderr: () => {} }, () => friday)
   assert.is(code, 0)
-  assert.match(stdout, 'task:main:1  standup\n')
+  assert.match(stdout, 'task:main:standup  standup\n')
   assert.match(stdout, '  schedule   0 9 * * MON-FRI (Europe/Berlin), catchUp once\n')
   assert.match(stdout, '  last fired 2026-11-23T08:00:00.000Z\n')
   assert.match(stdout, '  next       2026-11-30T08:00:00.000Z\n             2026-12-01T08:00:00.000Z\n')
