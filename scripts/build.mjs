@@ -1,4 +1,4 @@
-// Transpiles the TypeScript sources (compiler/, runtime/, test/) to build/, one .js file per
+// Transpiles the TypeScript sources (compiler/, runtime/, admin/, test/) to build/, one .js file per
 // .ts file, so that `node` runs them without a loader. Type checking is `npm run typecheck`.
 import { build } from 'esbuild'
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
@@ -6,7 +6,7 @@ import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const sourceDirs = ['compiler', 'runtime', 'test']
+const sourceDirs = ['compiler', 'runtime', 'admin', 'test']
 
 function listTypeScript(dir) {
   const out = []
