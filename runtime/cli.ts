@@ -3,18 +3,12 @@
 import { readFileSync } from 'node:fs'
 import { getCommand, readCommandArgs, usageLine } from './commands.js'
 import { BundleLoadError, loadBundle } from './bundle.js'
-import { applyMapping, type HookAction } from './mapping.js'
-import { wrapExternalContent } from './envelope.js'
 import { startService } from './service.js'
 import { runsCommand, runsShowCommand } from './store/runs-cli.js'
 import { runsReplayCommand } from './store/runs-replay.js'
 import { rejectsCommand } from './store/rejects-cli.js'
 import { tasksCommand } from './scheduler/tasks-cli.js'
-import { HttpError } from './http/errors.js'
-import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './http/requests.js'
-import type { BundleConfig } from './bundle-format.js'
-import { TransformPool } from './transforms/pool.js'
-import { explainFiltered } from './conditions.js'
+import { dryRun } from './try.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
@@ -127,91 +121,6 @@ async function tryCommand(argv: string[]): Promise<number> {
   } catch (err) {
     return print(400, { code: 'invalid_json', error: `the payload is not valid JSON: ${(err as Error).message}` })
   }
-  if (name === 'wake' || name === 'agent') {
-    const answer = tryBuiltin(name, payload, bundle.config)
-    return print(answer.status, answer.body)
-  }
-  // The transform runs in a worker thread here too, as in the server: an endless loop in it is
-  // stopped by its timeout instead of hanging this command.
-  const pool = TransformPool.forBundle(bundle, { size: 1 })
-  let outcome
-  const context = { payload, headers, query, path: name, now: new Date().toISOString() }
-  try {
-    outcome = await applyMapping(bundle.routeTable.get(name), context, pool ? (route, input) => pool.run(route, input) : undefined)
-  } finally {
-    await pool?.close()
-  }
-  switch (outcome.kind) {
-    case 'no-match':
-      return print(404, { code: 'no_mapping', error: `no mapping matches ${bundle.config.basePath}/${name}` })
-    case 'skip':
-      return print(204, { mapping: outcome.route.id, skipped: true, ...(outcome.reason ? { reason: outcome.reason } : {}) })
-    case 'filtered':
-      // As the server answers, plus which comparison of each mapping's match.when failed.
-      return print(204, { mapping: outcome.route.id, skipped: true, reason: 'filtered', when: explainFiltered(bundle.routeTable.get(name) ?? [], context) })
-    case 'error':
-      return print(outcome.status, { mapping: outcome.route.id, code: outcome.code, error: outcome.error })
-    case 'action': {
-      // the server holds a mapped key to the session-key policy; so does the dry run
-      if (outcome.action.kind === 'agent') {
-        try {
-          resolveMappedSessionKey(outcome.action.sessionKey, bundle.config)
-        } catch (err) {
-          if (!(err instanceof HttpError)) throw err
-          return print(err.status, { mapping: outcome.route.id, code: err.code, error: err.message })
-        }
-      }
-      const status = outcome.action.kind === 'wake' ? 200 : 202
-      const source = `hook ${bundle.config.basePath}/${name}`
-      return print(status, { mapping: outcome.route.id, action: outcome.external ? envelop(outcome.action, source) : outcome.action, external: outcome.external })
-    }
-    case 'fan-out': {
-      // one run per element, each checked as the server checks it
-      for (const action of outcome.actions) {
-        if (action.kind !== 'agent') continue
-        try {
-          resolveMappedSessionKey(action.sessionKey, bundle.config)
-        } catch (err) {
-          if (!(err instanceof HttpError)) throw err
-          return print(err.status, { mapping: outcome.route.id, code: err.code, error: err.message })
-        }
-      }
-      const status = outcome.route.action === 'wake' ? 200 : 202
-      const source = `hook ${bundle.config.basePath}/${name}`
-      return print(status, { mapping: outcome.route.id, actions: outcome.actions.map((a) => (outcome.external ? envelop(a, source) : a)), external: outcome.external })
-    }
-  }
-}
-
-/**
- * What POST /wake or /agent would answer for the payload, through the very functions the server
- * calls, in its order: the parsed request, the resolved agent (and session key), and the action
- * as the agent would see it; or the 400 the server would give.
- */
-function tryBuiltin(name: 'wake' | 'agent', payload: unknown, config: BundleConfig): { status: number; body: Record<string, unknown> } {
-  const source = `hook ${config.basePath}/${name}`
-  try {
-    if (name === 'wake') {
-      const request = parseWakeRequest(payload)
-      const agentId = resolveWakeAgent(request, config)
-      const action: HookAction = { kind: 'wake', text: request.text, mode: request.mode, agentId }
-      return { status: 200, body: { endpoint: 'wake', request, agentId, action: envelop(action, source), external: true } }
-    }
-    const request = parseAgentRequest(payload)
-    const agentId = resolveAgentId(request.agentId, config)
-    const sessionKey = resolveRequestSessionKey(request.sessionKey, config)
-    checkModelOverride(request.model, agentId, config)
-    checkThinking(request.thinking, request.model, agentId, config)
-    const action: HookAction = { kind: 'agent', ...request, agentId, sessionKey }
-    return { status: 202, body: { endpoint: 'agent', request, agentId, sessionKey, action: envelop(action, source), external: true } }
-  } catch (err) {
-    if (!(err instanceof HttpError)) throw err
-    return { status: err.status, body: { endpoint: name, code: err.code, error: err.message } }
-  }
-}
-
-/** The action as the agent will see it: the text built from external content inside the envelope. */
-function envelop(action: HookAction, source: string): HookAction {
-  if (action.kind === 'agent') return { ...action, message: wrapExternalContent(action.message, { source }) }
-  return { ...action, text: wrapExternalContent(action.text, { source }) }
+  const answer = await dryRun(bundle, name, payload, { headers, query })
+  return print(answer.status, answer.body)
 }

@@ -20,7 +20,7 @@ export interface FlagSpec {
 }
 
 /** Which side of the executable runs a command; `unavailable` ones only answer --help. */
-export type CommandSide = 'compiler' | 'runtime' | 'import-openclaw' | 'unavailable'
+export type CommandSide = 'compiler' | 'runtime' | 'import-openclaw' | 'admin' | 'unavailable'
 
 export interface CommandSpec {
   /** the words typed after `hookgate`, e.g. `compile` or `webhooks gmail setup` */
@@ -161,6 +161,129 @@ export const COMMANDS: readonly CommandSpec[] = [
     notes: [
       'identical refusals (same client, path, status and code) within one minute are one record with a count;',
       'the count of the current minute is written when the minute closes or the server stops',
+    ],
+  },
+  {
+    name: 'admin',
+    args: '',
+    summary: 'serve the operator page: Agents, their Tasks and Webhook Triggers, run history',
+    side: 'admin',
+    flags: [
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config the page edits (the source of truth: saves write it, then recompile)' },
+      { name: 'out', value: 'DIR', default: 'dist', description: 'where a save writes the recompiled bundle (the folder `hookgate serve --bundle` reads and watches)' },
+      { name: 'state', value: 'DIR', description: 'the runtime\'s state directory: run history, the runtime\'s address, tokens (default: server.stateDir, else .hookgate beside the config)' },
+      { name: 'host', value: 'HOST', default: '127.0.0.1', description: 'the address to listen on (loopback by default: the page edits the config)' },
+      { name: 'port', value: 'PORT', default: '8790', description: 'the port to listen on, 0 for a free one' },
+      { name: 'public-url', value: 'URL', description: 'the runtime\'s public URL, for the endpoint URLs the page shows (default: the address the runtime listens on)' },
+    ],
+    notes: [
+      'the admin token is $HOOKGATE_ADMIN_TOKEN, else one generated into <state>/admin-token (mode 0600) and printed once;',
+      'it must differ from the hook token. The page sends it as a header; nothing is kept in cookies',
+    ],
+  },
+  {
+    name: 'trigger add',
+    args: '',
+    summary: 'add (or with --replace, change) a Webhook Trigger under an agent in hooks.yaml, then recompile',
+    side: 'admin',
+    flags: [
+      { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' },
+      { name: 'name', value: 'NAME', required: true, description: 'Name: the human label; the Trigger\'s id is made from it' },
+      { name: 'path', value: 'PATH', required: true, description: 'Path: the endpoint under the base path, e.g. deploys' },
+      { name: 'target', value: 'agent|workflow|wake', required: true, description: 'Run target: Agent prompt, Workflow / graph, or Heartbeat wake' },
+      { name: 'timing', value: 'now|next-heartbeat', description: 'Run timing of a wake (default now)' },
+      { name: 'workflow', value: 'ID', description: 'Workflow target: a saved workflow (target workflow)' },
+      { name: 'delivery', value: 'internal|deliver', description: 'Delivery of an agent\'s reply (default internal)' },
+      { name: 'prompt', value: 'TEMPLATE', description: 'Prompt template, e.g. "Deploy {{payload.service}} finished"' },
+      { name: 'channel', value: 'ID', description: 'Reply channel (delivery deliver; default last)' },
+      { name: 'to', value: 'TARGET', description: 'Reply target within the channel' },
+      { name: 'timeout', value: 'SECONDS', description: 'Timeout of the run' },
+      { name: 'notify', value: 'silent|done|state', description: 'Notify policy of the run history (default done)' },
+      { name: 'disabled', description: 'write it disabled: kept in the file, not served' },
+      { name: 'replace', description: 'replace the Trigger of that name instead of refusing' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
+      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
+      { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
+    ],
+    notes: [
+      'the edit is compiled before anything is written: a config error prints file:line:col findings and changes nothing (exit 1);',
+      'hooks.enabled is set to true, and a hook token is generated into the state directory when hooks.token is missing;',
+      'prints the endpoint URL and a curl line. Exit 0 saved, 1 refused (config error, name taken), 2 usage error',
+    ],
+  },
+  {
+    name: 'trigger list',
+    args: '',
+    summary: 'list the Webhook Triggers in hooks.yaml with their endpoint and last run',
+    side: 'admin',
+    flags: [
+      { name: 'agent', value: 'ID', description: 'only this agent\'s' },
+      { name: 'json', description: 'print them as a JSON array on stdout' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to read' },
+      { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each last run (default: server.stateDir, else .hookgate beside the config)' },
+    ],
+  },
+  {
+    name: 'trigger rm',
+    args: 'NAME',
+    summary: 'remove a Webhook Trigger from hooks.yaml, then recompile',
+    side: 'admin',
+    flags: [
+      { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
+      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
+      { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
+    ],
+  },
+  {
+    name: 'task add',
+    args: '',
+    summary: 'add (or with --replace, change) a scheduled Task under an agent in hooks.yaml, then recompile',
+    side: 'admin',
+    flags: [
+      { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' },
+      { name: 'name', value: 'NAME', required: true, description: 'the Task\'s name; its id is made from it' },
+      { name: 'schedule', value: 'CRON', description: 'a five-field cron expression or @hourly, @daily, @weekly, @monthly, @yearly' },
+      { name: 'every', value: 'INTERVAL', description: 'a fixed interval instead of --schedule, e.g. 90s, 15m, 2h, 1d' },
+      { name: 'timezone', value: 'ZONE', description: 'the IANA time zone the schedule is read in (default UTC)' },
+      { name: 'catch-up', value: 'once|skip', description: 'a slot missed while the service was down: run it once at start, or skip it (default once)' },
+      { name: 'target', value: 'agent|workflow|wake', required: true, description: 'what each firing runs' },
+      { name: 'workflow', value: 'ID', description: 'a saved workflow (target workflow)' },
+      { name: 'prompt', value: 'TEXT', description: 'the agent prompt or wake text' },
+      { name: 'timeout', value: 'SECONDS', description: 'Timeout of each run' },
+      { name: 'notify', value: 'silent|done|state', description: 'Notify policy of the run history (default done)' },
+      { name: 'disabled', description: 'write it disabled: kept in the file, not scheduled' },
+      { name: 'replace', description: 'replace the Task of that name instead of refusing' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
+      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
+      { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
+    ],
+    notes: [
+      'prints the next five firing times. Exit 0 saved, 1 refused (config error, name taken), 2 usage error',
+    ],
+  },
+  {
+    name: 'task list',
+    args: '',
+    summary: 'list the scheduled Tasks in hooks.yaml with their next firing and last run',
+    side: 'admin',
+    flags: [
+      { name: 'agent', value: 'ID', description: 'only this agent\'s' },
+      { name: 'json', description: 'print them as a JSON array on stdout' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to read' },
+      { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each last run (default: server.stateDir, else .hookgate beside the config)' },
+    ],
+  },
+  {
+    name: 'task rm',
+    args: 'NAME',
+    summary: 'remove a scheduled Task from hooks.yaml, then recompile',
+    side: 'admin',
+    flags: [
+      { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
+      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
+      { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
     ],
   },
   {

@@ -2,9 +2,9 @@
 // a new bundle on SIGHUP or when the file changes (a broken one is refused, the old one kept); on
 // SIGTERM stop accepting, let in-flight requests and running turns finish, and exit.
 import { randomBytes } from 'node:crypto'
-import { watch, type FSWatcher } from 'node:fs'
+import { rmSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
 import { createServer, type Server } from 'node:http'
-import { basename, dirname, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import type { AddressInfo, Socket } from 'node:net'
 import { loadBundle, bundleFileOf, readBundleHash, type LoadedBundle } from './bundle.js'
 import { resolveSecretValue, resolveToken } from './secrets.js'
@@ -58,6 +58,9 @@ export interface Service {
   /** stop accepting, drain, close the state; resolves when done */
   close(): Promise<void>
 }
+
+/** `<state>/address.json`: where the server owning the state listens ({ url, basePath, pid }) */
+export const ADDRESS_FILE = 'address.json'
 
 export async function startService(options: ServeOptions): Promise<Service> {
   const out = options.write ? null : batchedStdout()
@@ -178,6 +181,14 @@ export async function startService(options: ServeOptions): Promise<Service> {
   let reloadFailure: string | null = null
   const reloadDeadlineMs = options.reloadDeadlineMs ?? DEFAULT_RELOAD_DEADLINE_MS
   const logError = (msg: string, error: string) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg, error }))
+  // Where this server listens, for the operator page (hookgate admin) to show endpoint URLs and to
+  // ask for the bundle it serves; removed when the server stops.
+  const addressFile = join(stateDir, ADDRESS_FILE)
+  try {
+    writeFileSync(addressFile, JSON.stringify({ url, basePath: first.config.basePath, pid: process.pid }) + '\n')
+  } catch (err) {
+    logError('cannot write the address file', (err as Error).message)
+  }
 
   /** One reload; `attempt.abandoned` turns true when its deadline passed, and then it must swap nothing in. */
   const reloadOnce = async (attempt: { abandoned: boolean; pool?: TransformPool | null }): Promise<boolean> => {
@@ -282,6 +293,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       if (!drained) info('grace period over; unfinished runs resume at the next start')
       await engine.close()
       await refusals.close()
+      rmSync(addressFile, { force: true })
       lock.release()
       out?.flush()
     })()

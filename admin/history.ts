@@ -1,0 +1,173 @@
+// The run history as the operator page reads it: the runtime's own files in the state directory,
+// read (never written) and parsed again only when they changed. A query filters and pages the rows
+// newest first; a run's detail adds its steps, the runs under its correlation id, its replays and
+// the deliveries of its reply; `changes` lets the page wait for new rows instead of polling.
+import { existsSync, statSync, watch, type FSWatcher } from 'node:fs'
+import { join } from 'node:path'
+import { Journal } from '../runtime/store/journal.js'
+import { RUNS_FILE, RunStore, type RunRow } from '../runtime/store/runs.js'
+
+export interface RunQuery {
+  kind?: string
+  status?: string[]
+  definition?: string
+  /** ISO-8601: only runs created at or after */
+  since?: string
+  /** ISO-8601: only runs created before */
+  until?: string
+  page?: number
+  limit?: number
+}
+
+export interface RunPage {
+  rows: RunSummary[]
+  page: number
+  pages: number
+  total: number
+  version: string
+}
+
+/** The columns of the history table. */
+export type RunSummary = Pick<RunRow, 'id' | 'definitionKind' | 'definitionId' | 'correlationId' | 'action' | 'status' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'name' | 'error' | 'agentId' | 'replayOf' | 'parentRunId' | 'stepId' | 'scheduledFor'>
+
+export interface RunDetail {
+  run: RunRow
+  steps: RunSummary[]
+  correlated: RunSummary[]
+  replays: RunSummary[]
+  deliveries: Array<{ at: string; note: string }>
+}
+
+const SUMMARY_KEYS = ['id', 'definitionKind', 'definitionId', 'correlationId', 'action', 'status', 'createdAt', 'updatedAt', 'finishedAt', 'name', 'error', 'agentId', 'replayOf', 'parentRunId', 'stepId', 'scheduledFor'] as const
+/** Kept on disk for resume and replay: the page shows `received` (headers redacted when stored) instead. */
+const HIDDEN = new Set(['request', 'requestBlob', 'receivedBlob', 'outputBlob', 'idempotency', 'response'])
+
+export function summary(row: RunRow): RunSummary {
+  const out: Record<string, unknown> = {}
+  for (const k of SUMMARY_KEYS) if (row[k] !== undefined) out[k] = row[k]
+  return out as RunSummary
+}
+
+export class History {
+  private cached: { version: string; rows: RunRow[] } | undefined
+  private readonly waiters = new Set<() => void>()
+  private watcher: FSWatcher | undefined
+  private poll: NodeJS.Timeout | undefined
+  private lastVersion = ''
+
+  constructor(readonly stateDir: string) {}
+
+  /** The file's identity and size: changes with every append and every compaction. */
+  version(): string {
+    try {
+      const s = statSync(join(this.stateDir, RUNS_FILE))
+      return `${s.ino}-${s.size}-${Math.round(s.mtimeMs)}`
+    } catch {
+      return 'none'
+    }
+  }
+
+  rows(): RunRow[] {
+    const version = this.version()
+    if (this.cached?.version === version) return this.cached.rows
+    const rows = existsSync(join(this.stateDir, RUNS_FILE)) ? RunStore.readHistory(this.stateDir).rows : []
+    this.cached = { version, rows }
+    return rows
+  }
+
+  query(q: RunQuery): RunPage {
+    const version = this.version()
+    const statuses = q.status?.filter(Boolean) ?? []
+    const since = q.since ? Date.parse(q.since) : NaN
+    const until = q.until ? Date.parse(q.until) : NaN
+    const matching = this.rows().filter((r) =>
+      (!q.kind || r.definitionKind === q.kind) &&
+      (statuses.length === 0 || statuses.includes(r.status)) &&
+      (!q.definition || r.definitionId === q.definition) &&
+      (Number.isNaN(since) || Date.parse(r.createdAt) >= since) &&
+      (Number.isNaN(until) || Date.parse(r.createdAt) < until))
+    const limit = Math.min(Math.max(1, q.limit ?? 25), 200)
+    const pages = Math.max(1, Math.ceil(matching.length / limit))
+    const page = Math.min(Math.max(1, q.page ?? 1), pages)
+    return { rows: matching.slice((page - 1) * limit, page * limit).map(summary), page, pages, total: matching.length, version }
+  }
+
+  /** The newest run of each definition id. */
+  lastRuns(): Map<string, RunSummary> {
+    const last = new Map<string, RunSummary>()
+    for (const r of this.rows()) if (!r.parentRunId && !last.has(r.definitionId)) last.set(r.definitionId, summary(r))
+    return last
+  }
+
+  detail(id: string): RunDetail | undefined {
+    const rows = this.rows()
+    const row = rows.find((r) => r.id === id)
+    if (!row) return undefined
+    const oldestFirst = [...rows].reverse()
+    const steps = oldestFirst.filter((r) => r.parentRunId === id)
+    const stepIds = new Set(steps.map((r) => r.id))
+    const run: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(row)) if (!HIDDEN.has(k)) run[k] = v
+    const received = RunStore.readReceived(this.stateDir, row)
+    if (received !== undefined) run.received = received
+    return {
+      run: run as unknown as RunRow,
+      steps: steps.map(summary),
+      correlated: oldestFirst.filter((r) => r.correlationId === row.correlationId && r.id !== id && !stepIds.has(r.id)).map(summary),
+      replays: oldestFirst.filter((r) => r.replayOf === id).map(summary),
+      deliveries: this.deliveries(id),
+    }
+  }
+
+  /** Replies the engine delivered for the run (the isolated-turn journal records them). */
+  private deliveries(runId: string): Array<{ at: string; note: string }> {
+    const file = join(this.stateDir, 'sessions', 'isolated.jsonl')
+    if (!existsSync(file)) return []
+    const out: Array<{ at: string; note: string }> = []
+    for (const r of Journal.read<{ type?: string; runId?: string; at?: string; note?: string }>(file).records) {
+      if (r.type === 'delivered' && r.runId === runId) out.push({ at: String(r.at), note: String(r.note ?? '').trim().replace(/^\(|\)$/g, '') })
+    }
+    return out
+  }
+
+  /** Resolves with the new version once the history changes from `after`, or after `ms` with the same one. */
+  changes(after: string, ms: number): Promise<string> {
+    const now = this.version()
+    if (now !== after) return Promise.resolve(now)
+    this.startWatching()
+    return new Promise((resolveWait) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.waiters.delete(done)
+        resolveWait(this.version())
+      }
+      const timer = setTimeout(done, ms)
+      this.waiters.add(done)
+    })
+  }
+
+  private startWatching(): void {
+    if (this.poll) return
+    this.lastVersion = this.version()
+    const check = () => {
+      const v = this.version()
+      if (v === this.lastVersion) return
+      this.lastVersion = v
+      for (const w of [...this.waiters]) w()
+    }
+    // fs.watch tells at once where it can; the poll covers a state directory created later and
+    // file systems without notifications.
+    try {
+      if (existsSync(this.stateDir)) this.watcher = watch(this.stateDir, () => check())
+      this.watcher?.unref()
+    } catch { /* polling alone */ }
+    this.poll = setInterval(check, 1000)
+    this.poll.unref()
+  }
+
+  close(): void {
+    this.watcher?.close()
+    clearInterval(this.poll)
+    for (const w of [...this.waiters]) w()
+  }
+}

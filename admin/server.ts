@@ -1,0 +1,357 @@
+// The operator page's server: the static page (built by esbuild, served with a strict CSP and no
+// inline script) and a JSON API behind the admin token, sent as a header (no cookies, so no CSRF).
+// Every edit goes through ConfigFile: hooks.yaml stays the source of truth, the compiler checks
+// it, and the runtime (watching its bundle) picks the new bundle up. The run history is read from
+// the runtime's state directory.
+//
+// API (all JSON; `Authorization: Bearer <admin token>` or `x-hookgate-admin-token`):
+//   GET    /api/overview                         agents with their Triggers and Tasks, workflows, channels, the runtime
+//   POST   /api/check                            { kind, agentId, original, definition } → findings by field, next firings
+//   POST   /api/try                              { agentId, definition, payload, headers? } → what the Trigger would do
+//   POST   /api/agents/:agent/triggers           create      (If-Match: the file hash the page read)
+//   PUT    /api/agents/:agent/triggers/:name     replace     (disable: enabled false)
+//   DELETE /api/agents/:agent/triggers/:name     delete
+//   …and the same three under /tasks
+//   GET    /api/runs?kind&status&definition&since&until&page&limit   newest first, paged
+//   GET    /api/runs/changes?after=VERSION       waits (up to 25 s) until the history changes
+//   GET    /api/runs/:id                         one run with its steps, correlated runs, replays, deliveries
+import { readFileSync, existsSync } from 'node:fs'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { parseDocument } from 'yaml'
+import { compileSource } from '../compiler/index.js'
+import { writeBundle } from '../compiler/emit.js'
+import { compileCron, compileEvery } from '../compiler/cron.js'
+import { slotClock } from '../runtime/scheduler/cron.js'
+import { AuthLimiter, presentedToken, tokenMatches } from '../runtime/http/auth.js'
+import { loadBundle } from '../runtime/bundle.js'
+import { dryRun } from '../runtime/try.js'
+import { basePathOf, displayPath, endpointOf, runtimeAddress } from './endpoints.js'
+import { applyEdit, cleanDefinition, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
+import { ConfigFile, splitFindings } from './config-file.js'
+import { History } from './history.js'
+import { YamlEditError } from './yaml-edit.js'
+import type { AdminToken } from './tokens.js'
+
+export interface AdminOptions {
+  config: string
+  outDir: string
+  stateDir: string
+  host: string
+  port: number
+  publicUrl?: string
+  token: AdminToken
+  log?: (line: string) => void
+  /** how long a save waits for the runtime to serve the new bundle (default 5000 ms) */
+  reloadWaitMs?: number
+}
+
+export interface AdminServer {
+  url: string
+  server: Server
+  close(): Promise<void>
+}
+
+const UI_DIR = fileURLToPath(new URL('./ui/', import.meta.url))
+const STATIC: Record<string, { file: string; type: string }> = {
+  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/index.html': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
+  '/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
+}
+/** No inline script or style, nothing from elsewhere, no framing, no form posts. */
+export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const MAX_BODY = 1024 * 1024
+const LONG_POLL_MS = 25_000
+
+class ApiError extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly extra: Record<string, unknown> = {}) {
+    super(message)
+  }
+}
+
+export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
+  const config = new ConfigFile(options.config, options.outDir, options.stateDir)
+  const history = new History(options.stateDir)
+  const limiter = new AuthLimiter({ limit: 20, windowMs: 60_000, lockoutMs: 60_000, maxTrackedClients: 10_000 })
+  const log = options.log ?? ((line: string) => process.stdout.write(line + '\n'))
+  const files = new Map<string, Buffer>()
+  for (const { file } of Object.values(STATIC)) {
+    const path = join(UI_DIR, file)
+    if (existsSync(path)) files.set(file, readFileSync(path))
+  }
+  const pending = new Set<ServerResponse>()
+  const where = { stateDir: options.stateDir, ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}) }
+
+  const server = createServer({ requestTimeout: 60_000, headersTimeout: 20_000, keepAliveTimeout: 5000 }, (req, res) => {
+    handle(req, res).catch((err: Error) => {
+      log(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'admin request failed', path: (req.url ?? '').split('?')[0], error: err.message }))
+      if (!res.headersSent) send(res, 500, { ok: false, code: 'internal', error: 'the admin server could not answer; see its log' })
+      else res.destroy()
+    })
+  })
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://admin')
+    const path = url.pathname
+    const asset = STATIC[path]
+    if (asset && (req.method === 'GET' || req.method === 'HEAD')) {
+      const body = files.get(asset.file)
+      if (!body) return send(res, 500, { ok: false, code: 'ui_missing', error: 'the page was not built; run npm run build' })
+      res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': asset.type, 'content-length': body.length, 'cache-control': 'no-cache' })
+      res.end(req.method === 'HEAD' ? undefined : body)
+      return
+    }
+    if (!path.startsWith('/api/')) return send(res, 404, { ok: false, code: 'not_found', error: `nothing is served at ${path.slice(0, 200)}` })
+    const client = req.socket.remoteAddress ?? 'unknown'
+    const now = Date.now()
+    const wait = limiter.retryAfter(client, now)
+    if (wait > 0) return send(res, 429, { ok: false, code: 'locked_out', error: `too many failed admin logins; try again in ${wait} s` }, { 'retry-after': String(wait) })
+    const presented = req.headers['x-hookgate-admin-token'] !== undefined ? String(req.headers['x-hookgate-admin-token']) : presentedToken(req.headers)
+    if (!tokenMatches(presented, options.token.digest)) {
+      const locked = limiter.fail(client, now)
+      if (locked > 0) return send(res, 429, { ok: false, code: 'locked_out', error: `too many failed admin logins; try again in ${locked} s` }, { 'retry-after': String(locked) })
+      return send(res, 401, { ok: false, code: presented === undefined ? 'token_missing' : 'token_invalid', error: presented === undefined ? 'send the admin token in the Authorization: Bearer header' : 'the admin token is not valid' })
+    }
+    try {
+      await route(req, res, url)
+    } catch (err) {
+      if (err instanceof ApiError) return send(res, err.status, { ok: false, code: err.code, error: err.message, ...err.extra })
+      if (err instanceof EditError) return send(res, err.status, { ok: false, code: err.code, error: err.message })
+      if (err instanceof YamlEditError) return send(res, 422, { ok: false, code: 'config_invalid', error: err.message })
+      throw err
+    }
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const path = url.pathname
+    const method = req.method ?? 'GET'
+    if (path === '/api/overview') return method === 'GET' ? send(res, 200, await overview()) : notAllowed('GET')
+    if (path === '/api/check') return method === 'POST' ? send(res, 200, await check(await readJson(req))) : notAllowed('POST')
+    if (path === '/api/try') return method === 'POST' ? send(res, 200, await tryDefinition(await readJson(req))) : notAllowed('POST')
+    if (path === '/api/runs') {
+      if (method !== 'GET') return notAllowed('GET')
+      const p = url.searchParams
+      const num = (k: string) => (p.has(k) ? Number(p.get(k)) : undefined)
+      return send(res, 200, history.query({
+        kind: p.get('kind') || undefined,
+        status: p.getAll('status').flatMap((s) => s.split(',')),
+        definition: p.get('definition') || undefined,
+        since: p.get('since') || undefined,
+        until: p.get('until') || undefined,
+        page: num('page'),
+        limit: num('limit'),
+      }))
+    }
+    if (path === '/api/runs/changes') {
+      if (method !== 'GET') return notAllowed('GET')
+      pending.add(res)
+      res.once('close', () => pending.delete(res))
+      const version = await history.changes(url.searchParams.get('after') ?? '', Math.min(Number(url.searchParams.get('wait') ?? LONG_POLL_MS) || LONG_POLL_MS, LONG_POLL_MS))
+      pending.delete(res)
+      return send(res, 200, { version })
+    }
+    const run = /^\/api\/runs\/([^/]+)$/.exec(path)
+    if (run) {
+      if (method !== 'GET') return notAllowed('GET')
+      const detail = history.detail(decodeURIComponent(run[1]!))
+      return detail ? send(res, 200, detail) : send(res, 404, { ok: false, code: 'run_unknown', error: 'no run with that id in the history' })
+    }
+    const defs = /^\/api\/agents\/([^/]+)\/(triggers|tasks)(?:\/([^/]+))?$/.exec(path)
+    if (defs) {
+      const agentId = decodeURIComponent(defs[1]!)
+      const kind: DefinitionKind = defs[2] === 'triggers' ? 'trigger' : 'task'
+      const name = defs[3] === undefined ? null : decodeURIComponent(defs[3])
+      if (name === null && method !== 'POST') return notAllowed('POST')
+      if (name !== null && method !== 'PUT' && method !== 'DELETE') return notAllowed('PUT, DELETE')
+      const ifMatch = req.headers['if-match']?.replace(/^W\//, '').replace(/^"|"$/g, '')
+      if (!ifMatch) throw new ApiError(428, 'if_match_required', 'send If-Match with the hash of hooks.yaml the edit was made on (overview.config.hash)')
+      const definition = method === 'DELETE' ? null : cleanDefinition(kind, (await readJson(req) as { definition?: unknown }).definition)
+      const result = await config.save({ kind, agentId, original: name, definition }, ifMatch)
+      if (!result.ok) return send(res, result.status, { ok: false, code: result.code, error: result.error, ...(result.hash ? { hash: result.hash } : {}), ...(result.findings ? { findings: result.findings } : {}) })
+      log(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${method === 'POST' ? 'created' : method === 'PUT' ? 'saved' : 'deleted'} a ${kind}`, agent: agentId, name: definition?.name ?? name, bundle: result.bundleHash }))
+      const runtime = await waitForRuntime(result.bundleHash)
+      const text = config.read().text
+      const endpoint = kind === 'trigger' && definition ? endpointOf(text, String(definition.path ?? ''), where) : undefined
+      return send(res, method === 'POST' ? 201 : 200, {
+        ok: true,
+        hash: result.hash,
+        id: result.id,
+        bundle: { hash: result.bundleHash, routes: result.routes },
+        warnings: result.warnings,
+        runtime,
+        ...(result.tokenGenerated ? { tokenGenerated: displayPath(result.tokenGenerated) } : {}),
+        ...(endpoint ? { endpoint } : {}),
+      })
+    }
+    send(res, 404, { ok: false, code: 'not_found', error: `no admin endpoint ${path.slice(0, 200)}` })
+  }
+
+  function notAllowed(allow: string): never {
+    throw new ApiError(405, 'method_not_allowed', `use ${allow}`)
+  }
+
+  async function overview(): Promise<Record<string, unknown>> {
+    const { text, hash } = config.read()
+    const outcome = await compileSource(text, config.file, { outDir: options.outDir, check: true })
+    const value = (parseDocument(text).toJS() ?? {}) as Record<string, any>
+    const last = history.lastRuns()
+    const agents = listAgents(text).map((a) => ({
+      ...a,
+      triggers: a.triggers.map((t) => ({ ...t, enabled: t.enabled !== false, lastRun: last.get(String(t.id)) ?? null, endpoint: endpointOf(text, String(t.path ?? ''), where) })),
+      tasks: a.tasks.map((t) => ({ ...t, enabled: t.enabled !== false, lastRun: last.get(String(t.id)) ?? null, next: t.enabled === false ? [] : nextFirings(t) })),
+    }))
+    return {
+      config: { file: displayPath(config.file), hash, enabled: value.hooks?.enabled === true, basePath: basePathOf(text), tokenConfigured: value.hooks?.token !== undefined },
+      diagnostics: outcome.diagnostics,
+      agents,
+      workflows: (Array.isArray(value.workflows) ? value.workflows : []).filter((w: any) => typeof w?.id === 'string').map((w: any) => ({ id: w.id, ...(typeof w.description === 'string' ? { description: w.description } : {}) })),
+      channels: (Array.isArray(value.channels) ? value.channels : []).filter((c: any) => typeof c?.id === 'string').map((c: any) => ({ id: c.id, type: String(c.type ?? '') })),
+      runtime: await runtimeStatus(),
+      history: { version: history.version() },
+    }
+  }
+
+  async function check(body: unknown): Promise<Record<string, unknown>> {
+    const edit = editFrom(body)
+    const result = await config.check(edit)
+    const out: Record<string, unknown> = { ok: result.outcome.ok, findings: result.findings }
+    if (edit.kind === 'trigger' && edit.definition) out.endpoint = endpointOf(config.read().text, String(edit.definition.path ?? ''), where)
+    if (edit.kind === 'trigger' && edit.definition) out.id = definitionId('trigger', edit.agentId, String(edit.definition.name ?? ''))
+    if (edit.kind === 'task' && edit.definition) out.next = nextFirings(edit.definition)
+    return out
+  }
+
+  /** The Trigger as drafted, compiled into a scratch bundle and dry-run like `hookgate try`. */
+  async function tryDefinition(body: unknown): Promise<Record<string, unknown>> {
+    const b = (body ?? {}) as { agentId?: unknown; original?: unknown; definition?: unknown; payload?: unknown; headers?: unknown }
+    const edit = editFrom({ kind: 'trigger', agentId: b.agentId, original: b.original ?? null, definition: b.definition })
+    const applied = applyEdit(config.read().text, edit)
+    const scratch = mkdtempSync(join(tmpdir(), 'hookgate-admin-try-'))
+    try {
+      const outcome = await compileSource(applied.text, config.file, { outDir: scratch, check: true })
+      if (!outcome.ok || !outcome.result) {
+        throw new ApiError(422, 'config_invalid', 'the Trigger does not compile; fix the fields marked first', { findings: splitFindings(outcome.diagnostics, applied.at) })
+      }
+      writeBundle(scratch, outcome.result)
+      const bundle = await loadBundle(scratch)
+      const headers: Record<string, string> = {}
+      if (typeof b.headers === 'object' && b.headers !== null) for (const [k, v] of Object.entries(b.headers)) headers[k.toLowerCase()] = String(v)
+      const name = String(edit.definition!.path ?? '').replace(/^\/+|\/+$/g, '')
+      const answer = await dryRun(bundle, name, b.payload ?? {}, { headers, query: {} })
+      return { status: answer.status, ...answer.body }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true })
+    }
+  }
+
+  function editFrom(body: unknown): Edit {
+    const b = (body ?? {}) as { kind?: unknown; agentId?: unknown; original?: unknown; definition?: unknown }
+    if (b.kind !== 'trigger' && b.kind !== 'task') throw new ApiError(400, 'kind_invalid', 'kind must be "trigger" or "task"')
+    if (typeof b.agentId !== 'string' || b.agentId === '') throw new ApiError(400, 'agent_missing', 'name the agent (agentId)')
+    if (b.original !== null && b.original !== undefined && typeof b.original !== 'string') throw new ApiError(400, 'original_invalid', 'original is the name of the definition being edited, or null for a new one')
+    return { kind: b.kind, agentId: b.agentId, original: (b.original as string | null | undefined) ?? null, definition: cleanDefinition(b.kind, b.definition) }
+  }
+
+  async function runtimeStatus(): Promise<{ url: string | null; bundle: string | null; status: string }> {
+    const address = runtimeAddress(options.stateDir)
+    if (!address) return { url: null, bundle: null, status: 'not running' }
+    try {
+      const r = await fetch(`${address.url}/healthz`, { signal: AbortSignal.timeout(1000) })
+      const body = await r.json() as { bundle?: string; status?: string }
+      return { url: address.url, bundle: body.bundle ?? null, status: body.status ?? String(r.status) }
+    } catch {
+      return { url: address.url, bundle: null, status: 'not answering' }
+    }
+  }
+
+  /** After a save: until the runtime serves the new bundle (it reloads when the bundle file changes), or the wait is over. */
+  async function waitForRuntime(bundleHash: string): Promise<{ url: string | null; serving: boolean; status: string }> {
+    const deadline = Date.now() + (options.reloadWaitMs ?? 5000)
+    for (;;) {
+      const s = await runtimeStatus()
+      if (s.bundle === bundleHash) return { url: s.url, serving: true, status: s.status }
+      if (s.url === null || Date.now() >= deadline) return { url: s.url, serving: false, status: s.status }
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+
+  await new Promise<void>((ok, fail) => {
+    server.once('error', fail)
+    server.listen(options.port, options.host, () => { server.off('error', fail); ok() })
+  })
+  const address = server.address() as AddressInfo
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    server,
+    close: async () => {
+      history.close()
+      for (const res of pending) res.destroy()
+      await new Promise<void>((ok) => server.close(() => ok()))
+      server.closeAllConnections()
+    },
+  }
+}
+
+const SECURITY_HEADERS = {
+  'content-security-policy': CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text), ...headers })
+  res.end(text)
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const type = String(req.headers['content-type'] ?? '')
+  if (!/^application\/json\b/i.test(type)) throw new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json')
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > MAX_BODY) throw new ApiError(413, 'payload_too_large', 'the body is larger than 1 MiB')
+    chunks.push(chunk as Buffer)
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null')
+  } catch (err) {
+    throw new ApiError(400, 'invalid_json', `the body is not valid JSON: ${(err as Error).message}`)
+  }
+}
+
+/** The next five slots of a Task as drafted, or [] while its schedule does not compile. */
+export function nextFirings(def: Record<string, unknown>, count = 5, now = Date.now()): string[] {
+  let clock
+  if (typeof def.schedule === 'string' && def.every === undefined) {
+    const cron = compileCron(def.schedule, typeof def.timezone === 'string' ? def.timezone : 'UTC')
+    if (!cron.ok) return []
+    try { clock = slotClock(cron.schedule) } catch { return [] }
+  } else if (typeof def.every === 'string' && def.schedule === undefined) {
+    const ms = compileEvery(def.every)
+    if (typeof ms === 'string') return []
+    clock = slotClock({ kind: 'every', everyMs: ms })
+  } else {
+    return []
+  }
+  const out: string[] = []
+  try {
+    for (let at = now, i = 0; i < count; i++) {
+      at = clock.next(at)
+      out.push(new Date(at).toISOString())
+    }
+  } catch {
+    return []
+  }
+  return out
+}
