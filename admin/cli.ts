@@ -90,9 +90,8 @@ async function adminCommand(argv: string[], io: CommandIO): Promise<number> {
     io.stderr(`hookgate admin: cannot start: ${e.code === 'EADDRINUSE' ? `the address is already in use (${v.host}:${port})` : e.message}\n`)
     return EXIT.refused
   }
-  io.stdout(`hookgate admin on ${admin.url}/ (config ${displayPath(resolve(v.config))}, bundle ${v.out}, state ${displayPath(stateDir)})\n`)
   if (token.generated) io.stdout(`generated an admin token (saved in ${displayPath(token.describe)}, mode 0600; it is printed only this once):\n  ${token.generated}\n`)
-  else io.stdout(`admin token: ${token.describe.startsWith('$') ? token.describe : displayPath(token.describe)}\n`)
+  io.stdout(`hookgate admin on ${admin.url}/ (config ${displayPath(resolve(v.config))}, bundle ${v.out}, state ${displayPath(stateDir)}, admin token ${token.describe.startsWith('$') ? token.describe : displayPath(token.describe)})\n`)
   await new Promise<void>((done) => {
     const stop = () => { admin.close().then(done, done) }
     process.once('SIGTERM', stop)
