@@ -15,6 +15,7 @@ import { pointer, type PathSegment } from '../compiler/load.js'
 import type { Diagnostic } from '../compiler/diagnostics.js'
 import { GENERATED_TOKEN_FILE, generatedSecret } from '../runtime/secrets.js'
 import { applyEdit, definitionId, EditError, type Edit } from './definitions.js'
+import { YamlEditError } from './yaml-edit.js'
 
 export interface ConfigSnapshot {
   text: string
@@ -78,6 +79,7 @@ export class ConfigFile {
       applied = applyEdit(before.text, edit)
     } catch (err) {
       if (err instanceof EditError) return { ok: false, status: err.status, code: err.code, error: err.message }
+      if (err instanceof YamlEditError) return { ok: false, status: 422, code: 'config_invalid', error: err.message }
       throw err
     }
     const outcome = await compileSource(applied.text, this.file, { outDir: this.outDir, check: true })

@@ -1,4 +1,4 @@
-// The runtime's footprint (DESIGN §1): runtime/ never imports compiler/, yaml, typebox or
+// The runtime's footprint (DESIGN §1): runtime/ never imports compiler/, admin/, yaml, typebox or
 // esbuild, and its only package besides Node built-ins is undici. Every .ts file under runtime/
 // (the source tree, not build/) is parsed with the TypeScript parser, so comments and strings that
 // merely mention an import cannot confuse the scan, and every form is seen: import, import type,
@@ -12,6 +12,7 @@ import { repoRoot } from '../helpers/paths.js'
 
 const runtimeDir = join(repoRoot, 'runtime')
 const compilerDir = join(repoRoot, 'compiler')
+const adminDir = join(repoRoot, 'admin')
 
 type ImportKind = 'import' | 'export from' | 'import = require' | 'dynamic import' | 'require' | 'import type node'
 
@@ -68,6 +69,7 @@ function forbiddenReason(specifier: string, fromFile: string): string | undefine
   const pkg = packageOf(specifier)
   if (pkg !== undefined && FORBIDDEN_PACKAGES.includes(pkg)) return `imports the compile-time package ${pkg}`
   if (isRelativeOrAbsolute(specifier) && isInside(resolve(dirname(fromFile), specifier), compilerDir)) return 'imports from compiler/'
+  if (isRelativeOrAbsolute(specifier) && isInside(resolve(dirname(fromFile), specifier), adminDir)) return 'imports from admin/ (the control plane)'
   return undefined
 }
 
@@ -112,6 +114,8 @@ const FORBIDDEN_FORMS: Array<[string, string, string]> = [
   ['an import = require() of typebox', "import Type = require('typebox')\n", synthetic],
   ['an import("…") type of compiler/', "let c: import('../compiler/resolve.js').ResolvedConfig | undefined\n", synthetic],
   ['a relative import from a nested runtime folder into compiler/', "import { compileFile } from '../../compiler/index.js'\n", nested],
+  ['an import from admin/ (the control plane)', "import { startAdmin } from '../admin/server.js'\n", synthetic],
+  ['a dynamic import() of admin/ from a nested runtime folder', "const m = await import('../../admin/cli.js')\n", nested],
   ['an absolute import into compiler/', `import { compileFile } from ${JSON.stringify(join(compilerDir, 'index.js'))}\n`, synthetic],
 ]
 
@@ -171,7 +175,7 @@ runtime('are found in the source tree', () => {
   assert.ok(files.every((f) => !f.includes(`${sep}build${sep}`)), 'the scan must read sources, not build/')
 })
 
-runtime('never import yaml, typebox, esbuild or anything under compiler/', () => {
+runtime('never import yaml, typebox, esbuild or anything under compiler/ or admin/', () => {
   const problems = files.flatMap((f) => problemsIn(readFileSync(f, 'utf8'), f))
   assert.equal(problems, [])
 })
