@@ -247,7 +247,7 @@ async function tasksView(agentId: string, flash?: HTMLElement): Promise<void> {
   const base = `#/agents/${encodeURIComponent(agentId)}`
   const message = h('div', { 'aria-live': 'polite' }, flash ?? null)
   const rowActions = (kind: Kind, def: Json) => {
-    const cell = h('td', { class: 'actions' })
+    const cell = h('div', { class: 'actions' })
     const normal = () => {
       cell.replaceChildren(
         h('a', { class: 'button', href: `${base}/${kind === 'trigger' ? 'triggers' : 'tasks'}/${encodeURIComponent(def.name)}` }, 'Edit'),
@@ -260,7 +260,7 @@ async function tasksView(agentId: string, flash?: HTMLElement): Promise<void> {
       yes.focus()
     }
     normal()
-    return cell
+    return h('td', {}, cell)
   }
   const toggle = async (kind: Kind, def: Json) => {
     const definition = pick(kind, def)

@@ -180,6 +180,8 @@ page('refuses a save after hooks.yaml changed on disk (409), and saves after Rel
   assert.match(file, /name: Deploy finished/)
   assert.is(new URL(p.url()).hash, '#/agents/main/triggers/Deploy%20finished')
   await shot('trigger-saved')
+  await p.getByRole('button', { name: 'Test' }).click()
+  await p.getByText('The runtime would answer 202.').waitFor()
 })
 
 page('shows a run posted to the endpoint in the history without a reload, then its detail', async () => {
@@ -243,6 +245,28 @@ page('lists both definitions on the agent\'s Tasks page with their state and las
   const task = p.locator('section[aria-labelledby="h-tasks"] tbody tr', { hasText: 'Nightly report' })
   assert.match(await task.innerText(), /30 6 \* \* 1-5/)
   await shot('agent-tasks')
+})
+
+page('disables a Trigger (its path then answers 404) and deletes a Task after a confirm step', async () => {
+  const p = world.page
+  const trigger = p.locator('section[aria-labelledby="h-triggers"] tbody tr', { hasText: 'Deploy finished' })
+  await trigger.getByRole('button', { name: 'Disable' }).click()
+  await p.getByText('Deploy finished is now disabled.').waitFor()
+  assert.match(await trigger.innerText(), /disabled/)
+  assert.match(readFileSync(world.project.configFile, 'utf8'), /enabled: false/)
+  const r = await until('the runtime to stop serving the disabled Trigger', async () => {
+    const res = await fetch(`${world.serve.origin}/hooks/deploys`, { method: 'POST', headers: { authorization: `Bearer ${HOOK_TOKEN}` } })
+    return res.status === 404 ? res.status : undefined
+  }, 8000, 200)
+  assert.is(r, 404)
+  const task = p.locator('section[aria-labelledby="h-tasks"] tbody tr', { hasText: 'Nightly report' })
+  await task.getByRole('button', { name: 'Delete' }).click()
+  assert.match(readFileSync(world.project.configFile, 'utf8'), /Nightly report/, 'nothing is deleted before the confirm')
+  const confirm = task.getByRole('button', { name: 'Confirm delete of Nightly report' })
+  assert.ok(await confirm.evaluate((el) => el === el.ownerDocument.activeElement), 'focus moves to the confirm button')
+  await confirm.click()
+  await p.getByText('Nightly report was deleted.').waitFor()
+  assert.not.match(readFileSync(world.project.configFile, 'utf8'), /Nightly report/)
 })
 
 page.run()
