@@ -171,7 +171,7 @@ function showLogin(failed?: Answer): void {
       const at = new Date(Date.now() + wait * 1000).toLocaleTimeString()
       message.replaceChildren(notice('error', h('p', {}, `Too many failed logins from this address. Try again in ${wait} s (at ${at}).`)))
     } else if (r.status === 401) {
-      message.replaceChildren(notice('error', h('p', {}, 'That admin token is not valid. Use the token printed by `hookgate admin` or set in HOOKGATE_ADMIN_TOKEN.')))
+      message.replaceChildren(notice('error', h('p', {}, 'That admin token is not valid. Use the token hookgate admin printed when it started, or the one in HOOKGATE_ADMIN_TOKEN.')))
     } else {
       message.replaceChildren(notice('error', h('p', {}, r.body?.error ?? `the server answered ${r.status}`)))
     }
@@ -307,7 +307,8 @@ async function tasksView(agentId: string, flash?: HTMLElement): Promise<void> {
           lastRunCell(t.lastRun),
           rowActions('trigger', t)))))),
   )
-  if (flash) flash.focus()
+  // After a disable or delete the outcome is where the operator's attention goes next.
+  if (flash) { flash.tabIndex = -1; flash.focus() }
 }
 
 function targetLabel(target: string): string {
