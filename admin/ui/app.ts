@@ -2,6 +2,8 @@
 // back and forward work. The admin token lives in sessionStorage and goes out as a Bearer header
 // (no cookies). The CSP forbids inline script and style: everything here builds elements and sets
 // classes or the `hidden` attribute, never `style`.
+// Over 400 lines because it is the whole page (login, agents, the Tasks page, both forms, history,
+// a run's detail), one section per view; the forms are what would move to a file of their own next.
 
 type Json = any // eslint-disable-line @typescript-eslint/no-explicit-any
 interface Diagnostic { code: string; severity: string; message: string; line: number; column: number; path: string; hint?: string }
