@@ -1,19 +1,22 @@
 // Transpiles the TypeScript sources (compiler/, runtime/, admin/, test/) to build/, one .js file per
-// .ts file, so that `node` runs them without a loader. Type checking is `npm run typecheck`.
+// .ts file, so that `node` runs them without a loader, and bundles the operator page (admin/ui/, a
+// browser script with its own tsconfig) into build/admin/ui/. Type checking is `npm run typecheck`.
 import { build } from 'esbuild'
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const sourceDirs = ['compiler', 'runtime', 'admin', 'test']
+// The page runs in the browser: bundled on its own below, never transpiled for node.
+const uiDir = join(root, 'admin', 'ui')
 
 function listTypeScript(dir) {
   const out = []
   for (const name of readdirSync(dir)) {
     const full = join(dir, name)
     if (statSync(full).isDirectory()) {
-      if (name === 'node_modules' || name === 'fixtures') continue
+      if (name === 'node_modules' || name === 'fixtures' || full === uiDir) continue
       out.push(...listTypeScript(full))
     } else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) {
       out.push(full)
@@ -34,6 +37,19 @@ await build({
   sourcemap: 'inline',
   logLevel: 'warning',
 })
+const uiOut = join(root, 'build', 'admin', 'ui')
+mkdirSync(uiOut, { recursive: true })
+await build({
+  entryPoints: [join(uiDir, 'app.ts')],
+  outfile: join(uiOut, 'app.js'),
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: 'chrome120',
+  minify: true,
+  logLevel: 'warning',
+})
+for (const file of ['index.html', 'app.css']) copyFileSync(join(uiDir, file), join(uiOut, file))
 // Drop outputs whose source is gone, so a deleted test never runs from a stale build.
 function pruneStale(dir) {
   if (!existsSync(dir)) return

@@ -64,7 +64,8 @@ async function worker() {
 }
 
 const typecheck = filters.length === 0 && process.env.HOOKGATE_SKIP_TYPECHECK !== '1'
-  ? run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--noEmit'])
+  ? Promise.all(['tsconfig.json', 'admin/ui/tsconfig.json'].map((p) => run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', p, '--noEmit'])))
+    .then((rs) => ({ code: rs.every((r) => r.code === 0) ? 0 : 1, output: rs.map((r) => r.output).join('') }))
   : null
 await Promise.all(Array.from({ length: concurrency }, worker))
 if (typecheck) {
