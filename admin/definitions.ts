@@ -2,7 +2,7 @@
 // their agent in hooks.yaml, found by name (their ids are made from it), written field by field in
 // the spec's order. Nothing here checks a value: the compiler does, on the edited text, so the page
 // and the command line give the very findings `hookgate compile` would.
-import { isMap, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from 'yaml'
+import { isMap, isScalar, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from 'yaml'
 import { DEFAULT_AGENT, slug } from '../compiler/expand.js'
 import type { PathSegment } from '../compiler/load.js'
 import { preservingEdit } from './yaml-edit.js'
@@ -98,9 +98,16 @@ export function applyEdit(text: string, edit: Edit): EditOutcome {
       at = ['agents', a, listKey, list.items.length - 1]
     } else {
       const node = list.items[index] as YAMLMap
-      for (const key of fieldsOf(edit.kind)) {
-        if (key in edit.definition) node.set(key, edit.definition[key])
-        else node.delete(key)
+      const fields = fieldsOf(edit.kind)
+      for (const [f, key] of fields.entries()) {
+        if (!(key in edit.definition)) node.delete(key)
+        else if (node.has(key)) node.set(key, edit.definition[key])
+        else {
+          // a field the definition did not have goes where the spec's order puts it, after the
+          // nearest field before it, not at the end
+          const after = node.items.findLastIndex((p) => { const i = fields.indexOf(keyName(p.key)); return i >= 0 && i < f })
+          node.items.splice(after + 1, 0, doc.createPair(key, edit.definition[key]))
+        }
       }
       at = ['agents', a, listKey, index]
     }
@@ -127,6 +134,10 @@ function agentSeq(doc: Document, agentId: string, adding: boolean): YAMLSeq {
   const seq = doc.createNode([{ id: DEFAULT_AGENT.id, default: true, model: DEFAULT_AGENT.model, heartbeat: { every: DEFAULT_AGENT.heartbeat!.every } }]) as YAMLSeq
   doc.set('agents', seq)
   return seq
+}
+
+function keyName(key: unknown): string {
+  return String(isScalar(key) ? key.value : key)
 }
 
 /** Names match as ids do: `Deploy finished` and `deploy-finished` are the same definition. */

@@ -86,9 +86,11 @@ export class History {
       (!q.definition || r.definitionId === q.definition) &&
       (Number.isNaN(since) || Date.parse(r.createdAt) >= since) &&
       (Number.isNaN(until) || Date.parse(r.createdAt) < until))
-    const limit = Math.min(Math.max(1, q.limit ?? 25), 200)
+    // from a query string: anything but a whole number is the default
+    const whole = (n: number | undefined, fallback: number) => (n !== undefined && Number.isFinite(n) ? Math.trunc(n) : fallback)
+    const limit = Math.min(Math.max(1, whole(q.limit, 25)), 200)
     const pages = Math.max(1, Math.ceil(matching.length / limit))
-    const page = Math.min(Math.max(1, q.page ?? 1), pages)
+    const page = Math.min(Math.max(1, whole(q.page, 1)), pages)
     return { rows: matching.slice((page - 1) * limit, page * limit).map(summary), page, pages, total: matching.length, version }
   }
 

@@ -107,13 +107,15 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       return
     }
     if (!path.startsWith('/api/')) return send(res, 404, { ok: false, code: 'not_found', error: `nothing is served at ${path.slice(0, 200)}` })
+    // As the runtime does with hook tokens: the right token passes even while locked out and
+    // clears the count; a wrong or missing one counts, 401 until the limit, then 429.
     const client = req.socket.remoteAddress ?? 'unknown'
     const now = Date.now()
-    const wait = limiter.retryAfter(client, now)
-    if (wait > 0) return send(res, 429, { ok: false, code: 'locked_out', error: `too many failed admin logins; try again in ${wait} s` }, { 'retry-after': String(wait) })
     const presented = req.headers['x-hookgate-admin-token'] !== undefined ? String(req.headers['x-hookgate-admin-token']) : presentedToken(req.headers)
-    if (!tokenMatches(presented, options.token.digest)) {
-      const locked = limiter.fail(client, now)
+    if (tokenMatches(presented, options.token.digest)) {
+      limiter.succeed(client)
+    } else {
+      const locked = limiter.retryAfter(client, now) || limiter.fail(client, now)
       if (locked > 0) return send(res, 429, { ok: false, code: 'locked_out', error: `too many failed admin logins; try again in ${locked} s` }, { 'retry-after': String(locked) })
       return send(res, 401, { ok: false, code: presented === undefined ? 'token_missing' : 'token_invalid', error: presented === undefined ? 'send the admin token in the Authorization: Bearer header' : 'the admin token is not valid' })
     }
@@ -275,7 +277,9 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     for (;;) {
       const s = await runtimeStatus()
       if (s.bundle === bundleHash) return { url: s.url, serving: true, status: s.status }
-      if (s.url === null || Date.now() >= deadline) return { url: s.url, serving: false, status: s.status }
+      // Nothing answers at the address (a runtime that stopped without removing address.json):
+      // waiting would only delay every save; the bundle is on disk for when it starts.
+      if (s.url === null || s.status === 'not answering' || Date.now() >= deadline) return { url: s.url, serving: false, status: s.status }
       await new Promise((r) => setTimeout(r, 100))
     }
   }

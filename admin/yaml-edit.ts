@@ -13,26 +13,77 @@ export class YamlEditError extends Error {
 export function preservingEdit(original: string, edit: (doc: Document) => void): string {
   const doc = parseDocument(original, { keepSourceTokens: false })
   if (doc.errors.length > 0) throw new YamlEditError(`the file is not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}`)
-  const options: ToStringOptions = { lineWidth: 0, flowCollectionPadding: /\{ \S/.test(original) }
+  const options: ToStringOptions = { lineWidth: 0, flowCollectionPadding: /\{ \S/.test(original), ...indentationOf(original) }
   const before = doc.toString(options)
   edit(doc)
   const after = doc.toString(options)
   if (before === original) return after
   const a = splitLines(original)
   const b0 = splitLines(before)
-  // Printing changed the number of lines (a folded or re-flowed value): no line map to follow, so
-  // the printed document is the result, still with every comment and key in its order.
-  if (a.length !== b0.length) return after
+  // The printed lines stand for the original ones: align them ignoring whitespace (the printer
+  // respaces, and may add or drop a blank line, e.g. before a trailing comment), so that every
+  // edit of the printed text lands at the same place in the original.
+  const atOriginal = alignLines(a, b0)
   const b1 = splitLines(after)
   const out: string[] = []
   let i = 0
   for (const h of diffLines(b0, b1)) {
-    out.push(...a.slice(i, h.start))
+    const start = Math.max(i, atOriginal[h.start]!)
+    out.push(...a.slice(i, start))
     out.push(...b1.slice(h.newStart, h.newEnd))
-    i = h.end
+    i = Math.max(start, atOriginal[h.end]!)
   }
   out.push(...a.slice(i))
-  return out.join('\n')
+  const merged = out.join('\n')
+  // A file indented in a way the printer cannot imitate (list items indented differently from
+  // one list to the next) could give new lines a wrong nesting: then the printed document is the
+  // result, still with every comment and key in its order.
+  return sameValue(merged, after) ? merged : after
+}
+
+/** The file's own indentation step and list style, so that printed lines fit beside its lines. */
+function indentationOf(text: string): Pick<ToStringOptions, 'indent' | 'indentSeq'> {
+  const lines = text.split('\n').filter((l) => l.trim() !== '' && !l.trimStart().startsWith('#'))
+  let indent = 0
+  for (const l of lines) {
+    const n = l.length - l.trimStart().length
+    if (n > 0 && (indent === 0 || n < indent)) indent = n
+  }
+  // `key:` with its list items at the key's own column
+  let flushSeq = false
+  for (let i = 0; i + 1 < lines.length; i++) {
+    const key = lines[i]!
+    const next = lines[i + 1]!
+    if (/:\s*(#.*)?$/.test(key) && next.trimStart().startsWith('- ') && next.length - next.trimStart().length === key.length - key.trimStart().length) flushSeq = true
+  }
+  return { ...(indent >= 2 && indent <= 8 ? { indent } : {}), ...(flushSeq ? { indentSeq: false } : {}) }
+}
+
+function sameValue(x: string, y: string): boolean {
+  const dx = parseDocument(x)
+  const dy = parseDocument(y)
+  return dx.errors.length === 0 && dy.errors.length === 0 && JSON.stringify(dx.toJS()) === JSON.stringify(dy.toJS())
+}
+
+/**
+ * For each printed line index k (and k = printed.length), the index of the original line it stands
+ * for; a printed line with no original counterpart maps to the next one that has one.
+ */
+function alignLines(original: readonly string[], printed: readonly string[]): number[] {
+  const squash = (l: string) => l.replace(/\s+/g, '')
+  const hunks = diffLines(original.map(squash), printed.map(squash))
+  const map = new Array<number>(printed.length + 1).fill(-1)
+  map[printed.length] = original.length
+  let i = 0
+  let k = 0
+  for (const h of [...hunks, { start: original.length, end: original.length, newStart: printed.length, newEnd: printed.length }]) {
+    // equal lines before the hunk pair up one to one
+    while (k < h.newStart) map[k++] = i++
+    i = h.end
+    k = h.newEnd
+  }
+  for (let j = printed.length - 1; j >= 0; j--) if (map[j] === -1) map[j] = map[j + 1]!
+  return map
 }
 
 function splitLines(text: string): string[] {

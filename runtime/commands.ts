@@ -437,6 +437,9 @@ export function parseCommandArgs(c: CommandSpec, argv: readonly string[]): Parse
   }
   try {
     const { values, positionals } = parseArgs({ args: [...argv], options, allowPositionals: c.args !== '', strict: true })
+    // the table marks them required: the usage line shows them without brackets, and so they are
+    const missing = c.flags.filter((f) => f.required && f.default === undefined && (values[f.name] === undefined || values[f.name] === ''))
+    if (missing.length > 0) return { kind: 'usage-error', message: `missing ${missing.map((f) => `--${f.name}`).join(', ')}` }
     return { kind: 'ok', values: values as Record<string, string | boolean | string[] | undefined>, positionals }
   } catch (err) {
     return { kind: 'usage-error', message: (err as Error).message }

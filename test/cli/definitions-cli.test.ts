@@ -1,0 +1,262 @@
+// `hookgate trigger add|list|rm` and `hookgate task add|list|rm` through the real executable:
+// exit 0 saved, 1 refused (a config error, a name taken, an unknown name), 2 usage; a refused
+// edit prints file:line:col findings and changes nothing on disk.
+import { existsSync, readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { suite } from 'uvu'
+import * as assert from 'uvu/assert'
+import { describeRun, hookgate, scratchDir, stdoutJson, writeTree, type CliResult } from './cli-helpers.js'
+
+const CONFIG = `# a config edited from the command line
+hooks:
+  enabled: true
+  token: \${HOOKGATE_TOKEN}   # a reference, never the value
+  path: /hooks
+
+workflows:
+  - id: deploy-check
+    steps:
+      - { id: note, action: agent, messageTemplate: "deploy {{payload.service}}" }
+
+agents:
+  - id: main
+    default: true
+    model: builtin/echo
+    triggers:
+      - name: Deploy finished
+        path: deploys
+        target: agent
+        prompt: "Deploy {{payload.service}} finished"
+  - id: ops
+    model: builtin/echo
+`
+
+function project(text = CONFIG): string {
+  const dir = scratchDir('definitions-')
+  writeTree(dir, { 'hooks.yaml': text })
+  return dir
+}
+
+function run(dir: string, args: string[]): Promise<CliResult> {
+  return hookgate(args, { cwd: dir, timeoutMs: 15_000 })
+}
+
+const configOf = (dir: string) => readFileSync(join(dir, 'hooks.yaml'), 'utf8')
+
+// ---------------------------------------------------------------------------------------------
+
+const triggers = suite('hookgate trigger add|list|rm')
+
+triggers('add writes the Trigger, compiles, and prints the endpoint and a curl line (exit 0)', async () => {
+  const dir = project()
+  const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake', '--prompt', 'build {{payload.id}}', '--timeout', '30'])
+  assert.is(r.code, 0, describeRun(r))
+  const [url, curl] = r.stdout.trim().split('\n')
+  assert.is(url, 'http://127.0.0.1:8787/hooks/builds')
+  assert.match(curl!, /^curl -X POST 'http:\/\/127\.0\.0\.1:8787\/hooks\/builds' .*\$HOOKGATE_TOKEN/)
+  assert.match(r.stderr, /added Trigger "Build done" \(trigger:main:build-done\)/)
+  const text = configOf(dir)
+  assert.ok(text.startsWith(CONFIG.slice(0, CONFIG.indexOf('  - id: ops'))), text)
+  assert.match(text, /- name: Build done\n\s+path: builds\n\s+target: wake\n\s+prompt: build \{\{payload.id\}\}\n\s+timeoutSeconds: 30\n/)
+  const manifest = JSON.parse(readFileSync(join(dir, 'dist', 'manifest.json'), 'utf8'))
+  assert.ok(manifest.routes.some((route: any) => route.id === 'trigger:main:build-done'), JSON.stringify(manifest.routes))
+})
+
+triggers('a config error prints file:line:col: error CODE: and changes nothing (exit 1)', async () => {
+  const dir = project()
+  const r = await run(dir, ['trigger', 'add', '--name', 'Bad', '--path', 'bad path', '--target', 'wake'])
+  assert.is(r.code, 1, describeRun(r))
+  assert.match(r.stderr, /nothing was written/)
+  assert.match(r.stderr, /^hooks\.yaml:\d+:\d+: error MATCH_PATH_INVALID: /m)
+  assert.is(r.stdout, '')
+  assert.is(configOf(dir), CONFIG)
+  assert.not.ok(existsSync(join(dir, 'dist')), 'a bundle was written')
+})
+
+triggers('an unknown workflow is refused with its finding (exit 1)', async () => {
+  const dir = project()
+  const r = await run(dir, ['trigger', 'add', '--name', 'Flow', '--path', 'flow', '--target', 'workflow', '--workflow', 'nope'])
+  assert.is(r.code, 1, describeRun(r))
+  assert.match(r.stderr, /^hooks\.yaml:\d+:\d+: error [A-Z_]+: .*nope/m)
+  assert.is(configOf(dir), CONFIG)
+})
+
+triggers('a taken name is refused without --replace (exit 1) and replaced with it', async () => {
+  const dir = project()
+  const taken = await run(dir, ['trigger', 'add', '--name', 'deploy finished', '--path', 'other', '--target', 'wake'])
+  assert.is(taken.code, 1, describeRun(taken))
+  assert.match(taken.stderr, /already has a Trigger named "Deploy finished"; add --replace/)
+  assert.is(configOf(dir), CONFIG)
+  const replaced = await run(dir, ['trigger', 'add', '--name', 'Deploy finished', '--path', 'deploys', '--target', 'wake', '--disabled', '--replace'])
+  assert.is(replaced.code, 0, describeRun(replaced))
+  assert.match(replaced.stderr, /replaced Trigger "Deploy finished"/)
+  const text = configOf(dir)
+  assert.match(text, /- name: Deploy finished\n\s+path: deploys\n\s+target: wake\n\s+enabled: false\n/)
+  assert.not.match(text, /prompt: "Deploy/)
+  assert.is(text.match(/name: Deploy finished/g)!.length, 1)
+})
+
+triggers('--agent puts the Trigger under that agent; an unknown agent is refused (exit 1)', async () => {
+  const dir = project()
+  const r = await run(dir, ['trigger', 'add', '--agent', 'ops', '--name', 'Pager', '--path', 'pager', '--target', 'wake'])
+  assert.is(r.code, 0, describeRun(r))
+  assert.match(r.stderr, /trigger:ops:pager/)
+  const unknown = await run(dir, ['trigger', 'add', '--agent', 'nobody', '--name', 'X', '--path', 'x', '--target', 'wake'])
+  assert.is(unknown.code, 1, describeRun(unknown))
+  assert.match(unknown.stderr, /no agent "nobody"/)
+})
+
+triggers('list --json prints every Trigger with its agent, id, enabled, endpoint and last run', async () => {
+  const dir = project()
+  const r = await run(dir, ['trigger', 'list', '--json'])
+  assert.is(r.code, 0, describeRun(r))
+  assert.equal(stdoutJson(r), [{
+    agentId: 'main',
+    name: 'Deploy finished',
+    path: 'deploys',
+    target: 'agent',
+    prompt: 'Deploy {{payload.service}} finished',
+    id: 'trigger:main:deploy-finished',
+    enabled: true,
+    endpoint: 'http://127.0.0.1:8787/hooks/deploys',
+    lastRun: null,
+  }])
+  const none = await run(dir, ['trigger', 'list', '--json', '--agent', 'ops'])
+  assert.is(none.code, 0, describeRun(none))
+  assert.equal(stdoutJson(none), [])
+  const unknown = await run(dir, ['trigger', 'list', '--agent', 'nobody'])
+  assert.is(unknown.code, 1, describeRun(unknown))
+})
+
+triggers('rm removes a Trigger (exit 0) and gives back the file without it; an unknown name exits 1', async () => {
+  const dir = project()
+  const added = await run(dir, ['trigger', 'add', '--name', 'Temp', '--path', 'temp', '--target', 'wake'])
+  assert.is(added.code, 0, describeRun(added))
+  const removed = await run(dir, ['trigger', 'rm', 'Temp'])
+  assert.is(removed.code, 0, describeRun(removed))
+  assert.match(removed.stderr, /removed Trigger "Temp"/)
+  assert.is(configOf(dir), CONFIG)
+  const unknown = await run(dir, ['trigger', 'rm', 'Temp'])
+  assert.is(unknown.code, 1, describeRun(unknown))
+  assert.match(unknown.stderr, /has no Trigger named "Temp"/)
+  assert.is(configOf(dir), CONFIG)
+})
+
+triggers('a missing required flag is a usage error (exit 2), no longer a compile error (exit 1); so are an unknown flag and rm without a name', async () => {
+  const dir = project()
+  const missing = await run(dir, ['trigger', 'add', '--name', 'X'])
+  assert.is(missing.code, 2, describeRun(missing))
+  assert.match(missing.stderr, /--path/)
+  assert.match(missing.stderr, /usage: hookgate trigger add/)
+  const unknownFlag = await run(dir, ['trigger', 'list', '--colour'])
+  assert.is(unknownFlag.code, 2, describeRun(unknownFlag))
+  const noName = await run(dir, ['trigger', 'rm'])
+  assert.is(noName.code, 2, describeRun(noName))
+  assert.is(configOf(dir), CONFIG)
+})
+
+triggers('the first Trigger in a config without a token turns hooks on and generates <state>/token (0600), written as a reference only', async () => {
+  const bare = '# bare\nhooks:\n  enabled: false\nagents:\n  - id: main\n    model: builtin/echo\n'
+  const dir = project(bare)
+  const r = await run(dir, ['trigger', 'add', '--name', 'First', '--path', 'first', '--target', 'wake'])
+  assert.is(r.code, 0, describeRun(r))
+  const tokenFile = join(dir, '.hookgate', 'token')
+  assert.is(statSync(tokenFile).mode & 0o777, 0o600)
+  const token = readFileSync(tokenFile, 'utf8').trim()
+  const text = configOf(dir)
+  assert.not.ok(text.includes(token))
+  assert.not.ok((r.stdout + r.stderr).includes(token))
+  assert.match(text, /\n {2}enabled: true\n/)
+  assert.match(text, /\n {2}token: \{ ?generate: true ?\}\n/)
+  assert.match(r.stderr, /generated a hook token into \.hookgate\/token/)
+  assert.match(r.stdout, /\$\(cat \.hookgate\/token\)/)
+})
+
+for (const sub of ['add', 'list', 'rm']) {
+  triggers(`trigger ${sub} --help prints its usage (exit 0) and changes nothing`, async () => {
+    const dir = project()
+    const r = await run(dir, ['trigger', sub, '--help'])
+    assert.is(r.code, 0, describeRun(r))
+    assert.match(r.stdout, new RegExp(`^usage: hookgate trigger ${sub}`))
+    assert.is(configOf(dir), CONFIG)
+  })
+}
+
+triggers.run()
+
+// ---------------------------------------------------------------------------------------------
+
+const tasks = suite('hookgate task add|list|rm')
+
+tasks('add writes the Task and prints its next five firings (exit 0)', async () => {
+  const dir = project()
+  const r = await run(dir, ['task', 'add', '--name', 'Morning', '--schedule', '0 8 * * *', '--timezone', 'Europe/Berlin', '--target', 'wake', '--prompt', 'good morning'])
+  assert.is(r.code, 0, describeRun(r))
+  const lines = r.stdout.trim().split('\n')
+  assert.is(lines[0], 'next firings:')
+  assert.is(lines.length, 6)
+  for (const l of lines.slice(1)) assert.match(l, /^ {2}\d{4}-\d{2}-\d{2}T0[67]:00:00\.000Z$/)
+  assert.match(configOf(dir), /tasks:\n\s+- name: Morning\n\s+schedule: 0 8 \* \* \*\n\s+timezone: Europe\/Berlin\n\s+target: wake\n\s+prompt: good morning\n/)
+})
+
+tasks('a broken cron prints file:line:col: error CODE: and changes nothing (exit 1)', async () => {
+  const dir = project()
+  const r = await run(dir, ['task', 'add', '--name', 'Broken', '--schedule', '61 * * * *', '--target', 'wake'])
+  assert.is(r.code, 1, describeRun(r))
+  assert.match(r.stderr, /^hooks\.yaml:\d+:\d+: error [A-Z_]+: /m)
+  assert.is(configOf(dir), CONFIG)
+})
+
+tasks('a taken name is refused without --replace and replaced with it; list --json shows next firings; rm removes it', async () => {
+  const dir = project()
+  assert.is((await run(dir, ['task', 'add', '--name', 'Tick', '--every', '1h', '--target', 'wake'])).code, 0)
+  const taken = await run(dir, ['task', 'add', '--name', 'tick', '--every', '2h', '--target', 'wake'])
+  assert.is(taken.code, 1, describeRun(taken))
+  assert.match(taken.stderr, /already has a Task named "Tick"; add --replace/)
+  const replaced = await run(dir, ['task', 'add', '--name', 'Tick', '--every', '2h', '--target', 'wake', '--replace'])
+  assert.is(replaced.code, 0, describeRun(replaced))
+  const list = await run(dir, ['task', 'list', '--json'])
+  assert.is(list.code, 0, describeRun(list))
+  const rows = stdoutJson<any[]>(list)
+  assert.is(rows.length, 1)
+  const { next, ...row } = rows[0]
+  assert.equal(row, { agentId: 'main', name: 'Tick', every: '2h', target: 'wake', id: 'task:main:tick', enabled: true, lastRun: null })
+  assert.is(next.length, 5)
+  for (let i = 1; i < 5; i++) assert.is(Date.parse(next[i]) - Date.parse(next[i - 1]), 2 * 3600_000)
+  const removed = await run(dir, ['task', 'rm', 'Tick'])
+  assert.is(removed.code, 0, describeRun(removed))
+  assert.is(configOf(dir), CONFIG)
+  const unknown = await run(dir, ['task', 'rm', 'Tick'])
+  assert.is(unknown.code, 1, describeRun(unknown))
+})
+
+tasks('a disabled Task is listed with no next firings', async () => {
+  const dir = project()
+  const r = await run(dir, ['task', 'add', '--name', 'Off', '--every', '1h', '--target', 'wake', '--disabled'])
+  assert.is(r.code, 0, describeRun(r))
+  assert.is(r.stdout, '')
+  const list = stdoutJson<any[]>(await run(dir, ['task', 'list', '--json']))
+  assert.is(list[0].enabled, false)
+  assert.equal(list[0].next, [])
+})
+
+tasks('a missing --target is a usage error (exit 2), no longer a compile error (exit 1); so is rm without a name', async () => {
+  const dir = project()
+  const missing = await run(dir, ['task', 'add', '--name', 'X', '--every', '1h'])
+  assert.is(missing.code, 2, describeRun(missing))
+  assert.match(missing.stderr, /--target/)
+  const noName = await run(dir, ['task', 'rm'])
+  assert.is(noName.code, 2, describeRun(noName))
+  assert.is(configOf(dir), CONFIG)
+})
+
+for (const sub of ['add', 'list', 'rm']) {
+  tasks(`task ${sub} --help prints its usage (exit 0)`, async () => {
+    const dir = project()
+    const r = await run(dir, ['task', sub, '--help'])
+    assert.is(r.code, 0, describeRun(r))
+    assert.match(r.stdout, new RegExp(`^usage: hookgate task ${sub}`))
+  })
+}
+
+tasks.run()
