@@ -166,6 +166,8 @@ async function removeCommand(kind: DefinitionKind, argv: string[], io: CommandIO
 
 function refused(command: string, result: Extract<Awaited<ReturnType<ConfigFile['save']>>, { ok: false }>, io: CommandIO): number {
   io.stderr(`hookgate ${command}: ${result.error}\n`)
+  // The findings point into the file as the edit would have left it, which was not written.
+  if (result.diagnostics?.length) io.stderr(`(lines as the file would read with the edit)\n`)
   for (const d of result.diagnostics ?? []) io.stderr(formatText(d) + (d.hint ? `\n  hint: ${d.hint}` : '') + '\n')
   return EXIT.refused
 }

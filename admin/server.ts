@@ -13,7 +13,7 @@
 //   DELETE /api/agents/:agent/triggers/:name     delete
 //   …and the same three under /tasks
 //   GET    /api/runs?kind&status&definition&since&until&page&limit   newest first, paged
-//   GET    /api/runs/changes?after=VERSION       waits (up to 25 s) until the history changes
+//   GET    /api/runs/changes?after=VERSION       waits (wait= seconds, at most 25) until the history changes
 //   GET    /api/runs/:id                         one run with its steps, correlated runs, replays, deliveries
 import { readFileSync, existsSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -116,7 +116,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       limiter.succeed(client)
     } else {
       const locked = limiter.retryAfter(client, now) || limiter.fail(client, now)
-      if (locked > 0) return send(res, 429, { ok: false, code: 'locked_out', error: `too many failed admin logins; try again in ${locked} s` }, { 'retry-after': String(locked) })
+      if (locked > 0) return send(res, 429, { ok: false, code: 'too_many_auth_failures', error: `too many failed admin logins; try again in ${locked} s` }, { 'retry-after': String(locked) })
       return send(res, 401, { ok: false, code: presented === undefined ? 'token_missing' : 'token_invalid', error: presented === undefined ? 'send the admin token in the Authorization: Bearer header' : 'the admin token is not valid' })
     }
     try {
@@ -153,7 +153,10 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       if (method !== 'GET') return notAllowed('GET')
       pending.add(res)
       res.once('close', () => pending.delete(res))
-      const version = await history.changes(url.searchParams.get('after') ?? '', Math.min(Number(url.searchParams.get('wait') ?? LONG_POLL_MS) || LONG_POLL_MS, LONG_POLL_MS))
+      // wait: seconds, 0 answers at once, at most (and by default) 25
+      const asked = Number(url.searchParams.get('wait') ?? LONG_POLL_MS / 1000)
+      const waitMs = Number.isFinite(asked) && asked >= 0 ? Math.min(asked * 1000, LONG_POLL_MS) : LONG_POLL_MS
+      const version = await history.changes(url.searchParams.get('after') ?? '', waitMs)
       pending.delete(res)
       return send(res, 200, { version })
     }
