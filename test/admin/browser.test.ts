@@ -65,7 +65,17 @@ function spawnAdmin(project: Project): Promise<{ child: ChildProcess; url: strin
   })
 }
 
+/** Each page state shown is also held to "every control has a visible label" and "every button reachable by keyboard". */
 async function shot(name: string): Promise<void> {
+  const unlabelled = await world.page.evaluate(`[...document.querySelectorAll('input, select, textarea')]
+    .filter((el) => el.getClientRects().length > 0 && el.type !== 'hidden')
+    .filter((el) => ![...(el.labels ?? [])].some((l) => l.getClientRects().length > 0 && l.textContent.trim() !== ''))
+    .map((el) => el.outerHTML.slice(0, 120))`) as string[]
+  assert.equal(unlabelled, [], `controls without a visible <label> on ${name}`)
+  const unreachable = await world.page.evaluate(`[...document.querySelectorAll('button, a, [onclick], [role=button]')]
+    .filter((el) => el.getClientRects().length > 0 && (el.tabIndex < 0 || (el.tagName === 'A' && !el.hasAttribute('href'))))
+    .map((el) => el.outerHTML.slice(0, 120))`) as string[]
+  assert.equal(unreachable, [], `controls the keyboard cannot reach on ${name}`)
   // Focus rings and the blinking caret are not part of the state being shown.
   await world.page.evaluate('document.activeElement?.blur()')
   await world.page.screenshot({ path: `${SHOTS}/${name}.png` })
