@@ -103,15 +103,35 @@ export const MappingSchema = Type.Object({
 }, { ...closed, description: 'a mapped path: /hooks/<match.path> → wake, agent or workflow' })
 
 export const GmailSchema = Type.Object({
-  account: Type.Optional(Type.String({ minLength: 3 })),
-  label: Type.Optional(Type.String({ minLength: 1 })),
-  topic: Type.Optional(Type.String({ minLength: 1 })),
-  subscription: Type.Optional(Type.String({ minLength: 1 })),
+  account: Type.Optional(Type.String({ minLength: 3, description: 'the mailbox to watch' })),
+  project: Type.Optional(Type.String({ minLength: 1, description: 'the Google Cloud project holding the Pub/Sub topic' })),
+  label: Type.Optional(Type.String({ minLength: 1, description: 'one label to watch (labels takes several)' })),
+  labels: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'watch only mail with these labels, e.g. [INBOX]' })),
+  topic: Type.Optional(Type.String({ minLength: 1, description: 'the Pub/Sub topic Gmail publishes to (a name in project, or projects/<p>/topics/<t>)' })),
+  subscription: Type.Optional(Type.String({ minLength: 1, description: 'the Pub/Sub push subscription' })),
+  pushEndpoint: Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'the public URL Pub/Sub pushes to; it must reach the receiver (the push token is added to its query)' })),
   pushToken: Type.Optional(SecretRef),
-  hookUrl: Type.Optional(Type.String({ minLength: 1 })),
+  hookUrl: Type.Optional(Type.String({ minLength: 1, description: 'where the helper posts mail: this hookgate\'s /hooks/gmail, default http://127.0.0.1:8787/hooks/gmail' })),
+  receiver: Type.Optional(Type.Object({
+    host: Type.Optional(Type.String({ minLength: 1, description: 'default 127.0.0.1' })),
+    port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'default 8788' })),
+    path: Type.Optional(Type.String({ pattern: '^/', description: 'default /gmail-pubsub' })),
+  }, { ...closed, description: 'where `hookgate webhooks gmail run` listens for pushes' })),
   includeBody: Type.Optional(Type.Boolean()),
   maxBytes: Type.Optional(Type.Integer({ minimum: 1 })),
   renewEveryMinutes: Type.Optional(Type.Integer({ minimum: 1 })),
+  credentials: Type.Optional(Type.Object({
+    pubsub: Type.Optional(SecretRefObject),
+    gmail: Type.Optional(Type.Object({
+      oauthClient: Type.Optional(SecretRefObject),
+      serviceAccount: Type.Optional(SecretRefObject),
+      subject: Type.Optional(Type.String({ minLength: 3, description: 'the mailbox a service account with domain-wide delegation acts as' })),
+    }, { ...closed, description: 'who reads the mailbox: an OAuth client (refresh token from `hookgate webhooks gmail login`, kept in the state directory) or a service account with domain-wide delegation' })),
+  }, { ...closed, description: 'key and client files, as { file } or { env } references: pubsub may administer Pub/Sub in the project' })),
+  oidc: Type.Optional(Type.Object({
+    serviceAccountEmail: Type.String({ minLength: 3, description: 'the service account Pub/Sub signs pushes as' }),
+    audience: Type.Optional(Type.String({ minLength: 1, description: 'the audience of the push\'s ID token, default pushEndpoint' })),
+  }, { ...closed, description: 'check the OIDC token Pub/Sub sends with each push (signature, issuer, audience, email)' })),
 }, { ...closed, description: 'written by `hookgate webhooks gmail setup`' })
 
 export const HooksSchema = Type.Object({
