@@ -19,7 +19,7 @@ async function run(command, rest) {
     return 0
   }
   const side = command.side
-  const module = side === 'compiler' ? 'compiler/cli.js' : side === 'runtime' ? 'runtime/cli.js' : side === 'admin' ? 'admin/cli.js' : side === 'import-openclaw' ? 'compiler/import-openclaw.js' : null
+  const module = side === 'compiler' ? 'compiler/cli.js' : side === 'runtime' ? 'runtime/cli.js' : side === 'admin' ? 'admin/cli.js' : side === 'gmail' ? 'gmail/cli.js' : side === 'import-openclaw' ? 'compiler/import-openclaw.js' : null
   if (module === null || !existsSync(new URL(module, build))) {
     process.stderr.write(`hookgate ${command.name}: not available in this build yet\n${table.usageLine(command)}\n`)
     return 2

@@ -20,7 +20,7 @@ export interface FlagSpec {
 }
 
 /** Which side of the executable runs a command; `unavailable` ones only answer --help. */
-export type CommandSide = 'compiler' | 'runtime' | 'import-openclaw' | 'admin' | 'unavailable'
+export type CommandSide = 'compiler' | 'runtime' | 'import-openclaw' | 'admin' | 'gmail' | 'unavailable'
 
 export interface CommandSpec {
   /** the words typed after `hookgate`, e.g. `compile` or `webhooks gmail setup` */
@@ -301,26 +301,68 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
   },
   {
+    name: 'webhooks gmail login',
+    args: '',
+    summary: 'let hookgate read a Gmail mailbox: Google\'s sign-in in a browser, the refresh token kept in the state directory',
+    side: 'gmail',
+    flags: [
+      { name: 'client', value: 'FILE', required: true, description: 'the OAuth client file (Google Cloud console: APIs & Services → Credentials → OAuth client ID, type Desktop app → Download JSON)' },
+      { name: 'account', value: 'EMAIL', description: 'the mailbox to sign in as (default: hooks.gmail.account)' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config holding hooks.gmail' },
+      { name: 'state', value: 'DIR', description: 'the state directory; the helper keeps its cursor, refresh token and push token in <state>/gmail (default: server.stateDir, else .hookgate beside the config)' },
+      { name: 'timeout-seconds', value: 'N', default: '300', description: 'how long to wait for the browser' },
+    ],
+    notes: [
+      'prints a URL to open; after the consent, Google redirects to a listener on 127.0.0.1 and the refresh token',
+      'is saved in <state>/gmail/refresh-token.json (mode 0600). It is never printed or logged',
+    ],
+  },
+  {
     name: 'webhooks gmail setup',
     args: '',
-    summary: 'write the hooks.gmail settings for the Gmail helper',
-    side: 'unavailable',
+    summary: 'set up Gmail push: the Pub/Sub topic, its publisher grant, the push subscription, the watch, and hooks.gmail',
+    side: 'gmail',
     flags: [
-      { name: 'account', value: 'EMAIL', required: true, description: 'the Gmail account to watch' },
-      { name: 'label', value: 'LABEL', description: 'only mail with this label' },
-      { name: 'topic', value: 'TOPIC', description: 'the Pub/Sub topic Gmail publishes to' },
-      { name: 'subscription', value: 'NAME', description: 'the Pub/Sub push subscription' },
-      { name: 'hook-url', value: 'URL', description: 'the public URL of /hooks/gmail' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to write hooks.gmail into' },
+      { name: 'account', value: 'EMAIL', description: 'the mailbox to watch (default: hooks.gmail.account; required the first time)' },
+      { name: 'project', value: 'ID', description: 'the Google Cloud project for the topic (default: hooks.gmail.project, else the Pub/Sub key\'s project)' },
+      { name: 'topic', value: 'NAME', description: 'the Pub/Sub topic (default: hooks.gmail.topic, else hookgate-gmail)' },
+      { name: 'subscription', value: 'NAME', description: 'the push subscription (default: hooks.gmail.subscription, else hookgate-gmail-push)' },
+      { name: 'label', value: 'LABEL', multiple: true, description: 'watch only mail with this label (repeatable; default: hooks.gmail.labels, else INBOX)' },
+      { name: 'push-endpoint', value: 'URL', description: 'the public https URL Pub/Sub pushes to, reaching the receiver (required the first time)' },
+      { name: 'hook-url', value: 'URL', description: 'where the helper posts mail (default: this hookgate\'s /hooks/gmail)' },
+      { name: 'receiver-host', value: 'HOST', description: 'the receiver\'s bind address (default 127.0.0.1)' },
+      { name: 'receiver-port', value: 'PORT', description: 'the receiver\'s port (default 8788)' },
+      { name: 'receiver-path', value: 'PATH', description: 'the receiver\'s path (default /gmail-pubsub)' },
+      { name: 'include-body', value: 'yes|no', description: 'send each message\'s body as text, not only its snippet (default yes)' },
+      { name: 'max-bytes', value: 'N', description: 'the most body bytes sent per message (default 20000)' },
+      { name: 'renew-every-minutes', value: 'N', description: 'how often run renews the watch (default 720; Gmail\'s watch lasts 7 days)' },
+      { name: 'pubsub-key', value: 'FILE', description: 'a service-account key file that may administer Pub/Sub in the project (written to hooks.gmail as a { file } reference)' },
+      { name: 'oauth-client', value: 'FILE', description: 'the OAuth client file whose refresh token `login` stored (reads the mailbox)' },
+      { name: 'gmail-key', value: 'FILE', description: 'instead of --oauth-client: a service-account key with domain-wide delegation' },
+      { name: 'subject', value: 'EMAIL', description: 'with --gmail-key: the mailbox it acts as (default: --account)' },
+      { name: 'oidc-service-account', value: 'EMAIL', description: 'have Pub/Sub sign each push as this service account, and run check it' },
+      { name: 'oidc-audience', value: 'URL', description: 'the audience of those tokens (default: --push-endpoint)' },
+      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config holding hooks.gmail' },
+      { name: 'state', value: 'DIR', description: 'the state directory; the helper keeps its cursor, refresh token and push token in <state>/gmail (default: server.stateDir, else .hookgate beside the config)' },
+      { name: 'dry-run', description: 'print the plan and call nothing, write nothing' },
+    ],
+    notes: [
+      'each step is checked first and left alone when it is already right, so running setup again changes nothing;',
+      'exit 0 done (or planned), 1 refused by Google or by the config, 2 usage error',
     ],
   },
   {
     name: 'webhooks gmail run',
     args: '',
-    summary: 'run the Gmail helper: renew the watch and forward new mail to /hooks/gmail',
-    side: 'unavailable',
+    summary: 'run the Gmail helper: receive Pub/Sub pushes, fetch the new mail, post it to /hooks/gmail, renew the watch',
+    side: 'gmail',
     flags: [
       { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config holding hooks.gmail' },
+      { name: 'state', value: 'DIR', description: 'the state directory; the helper keeps its cursor, refresh token and push token in <state>/gmail (default: server.stateDir, else .hookgate beside the config)' },
+    ],
+    notes: [
+      'the receiver listens on hooks.gmail.receiver (default 127.0.0.1:8788, path /gmail-pubsub) and answers GET /healthz;',
+      'a push is acknowledged only after the hook accepted its messages; SIGTERM stops it',
     ],
   },
 ]

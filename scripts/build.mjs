@@ -7,7 +7,7 @@ import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const sourceDirs = ['compiler', 'runtime', 'admin', 'test']
+const sourceDirs = ['compiler', 'runtime', 'admin', 'gmail', 'test']
 // The page runs in the browser: bundled on its own below, never transpiled for node.
 const uiDir = join(root, 'admin', 'ui')
 
