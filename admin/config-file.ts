@@ -128,7 +128,7 @@ export function splitFindings(diagnostics: readonly Diagnostic[], at: PathSegmen
 }
 
 /** Writes beside the file and renames over it, keeping its mode: a crash leaves the old file or the new one. */
-function writeAtomically(file: string, text: string): void {
+export function writeAtomically(file: string, text: string): void {
   const mode = statSync(file).mode & 0o777
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
   writeFileSync(tmp, text, { mode })
