@@ -134,6 +134,15 @@ function routePattern(route: string): RegExp {
   return new RegExp(`^${escaped}$`)
 }
 
+// Key generation is the slow part of starting a fake, and no test needs Google's keys to differ
+// between fakes, so one process shares them. Google publishes more than one key at a time (it
+// rotates them); the first one signs.
+let sharedGoogleKeys: Array<{ privateKey: KeyObject; publicKey: KeyObject; kid: string }> | undefined
+let strangerKey: KeyObject | undefined
+const googleSigningKeys = () => (sharedGoogleKeys ??= [rsaKeyPair(), rsaKeyPair()].map((pair) => ({ ...pair, kid: randomBytes(20).toString('hex') })))
+/** a key Google never published */
+const stranger = () => (strangerKey ??= rsaKeyPair().privateKey)
+
 export async function startFakeGoogle(): Promise<FakeGoogle> {
   const requests: FakeGoogleRequest[] = []
   const topics = new Map<string, { name: string; policy: IamPolicy }>()
@@ -153,10 +162,7 @@ export async function startFakeGoogle(): Promise<FakeGoogle> {
   let messageCounter = 0
   let pushCounter = 0
 
-  // Google publishes more than one key at a time (it rotates them); the first one signs.
-  const googleKeys = [rsaKeyPair(), rsaKeyPair()].map((pair) => ({ ...pair, kid: randomBytes(20).toString('hex') }))
-  let strangerKey: KeyObject | undefined
-  const stranger = () => (strangerKey ??= rsaKeyPair().privateKey)
+  const googleKeys = googleSigningKeys()
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
