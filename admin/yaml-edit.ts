@@ -30,8 +30,12 @@ export function preservingEdit(original: string, edit: (doc: Document) => void):
   for (const h of diffLines(b0, b1)) {
     const start = Math.max(i, atOriginal[h.start]!)
     out.push(...a.slice(i, start))
-    out.push(...b1.slice(h.newStart, h.newEnd))
-    i = Math.max(start, atOriginal[h.end]!)
+    const end = Math.max(start, atOriginal[h.end]!)
+    const replaced = b1.slice(h.newStart, h.newEnd)
+    // A line changed in place keeps the author's spacing before its comment (`enabled: false   # …`).
+    if (end - start === replaced.length) replaced.forEach((line, k) => { replaced[k] = keepCommentSpacing(a[start + k]!, line) })
+    out.push(...replaced)
+    i = end
   }
   out.push(...a.slice(i))
   const merged = out.join('\n')
@@ -39,6 +43,13 @@ export function preservingEdit(original: string, edit: (doc: Document) => void):
   // one list to the next) could give new lines a wrong nesting: then the printed document is the
   // result, still with every comment and key in its order.
   return sameValue(merged, after) ? merged : after
+}
+
+/** `printed` with the whitespace `original` had before the same trailing comment (the printer writes one space). */
+function keepCommentSpacing(original: string, printed: string): string {
+  const p = /^(.*\S) (#.*)$/.exec(printed)
+  const o = /^(.*\S)(\s+)(#.*)$/.exec(original)
+  return p && o && p[2] === o[3] ? p[1] + o[2] + p[2] : printed
 }
 
 /** The file's own indentation step and list style, so that printed lines fit beside its lines. */

@@ -169,6 +169,12 @@ ownLines('an edit that changes nothing gives back the same bytes', () => {
   assert.is(preservingEdit(ODD, () => {}), ODD)
 })
 
+ownLines('a value changed in place keeps the spacing before its comment, which the printer would shrink to one space', () => {
+  const text = 'hooks:\n  enabled: false      # turned on later\n  token: ${T}  # a reference\n'
+  const after = preservingEdit(text, (doc) => { doc.setIn(['hooks', 'enabled'], true) })
+  assert.is(after, 'hooks:\n  enabled: true      # turned on later\n  token: ${T}  # a reference\n')
+})
+
 ownLines.run()
 
 // ---------------------------------------------------------------------------------------------
