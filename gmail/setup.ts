@@ -18,7 +18,7 @@ import { formatText } from '../compiler/diagnostics.js'
 import { hashText, writeAtomically } from '../admin/config-file.js'
 import { preservingEdit } from '../admin/yaml-edit.js'
 import { googleBases, parseServiceAccountKey } from './google.js'
-import { DEFAULTS, HelperConfigError, PUSH_TOKEN_FILE, loadHelperConfig, readJsonFile, readRef, writeSecretFile, type GmailSettings, type HelperConfig, type Ref } from './config.js'
+import { DEFAULTS, HelperConfigError, defaultHookUrl, PUSH_TOKEN_FILE, loadHelperConfig, readJsonFile, readRef, writeSecretFile, type GmailSettings, type HelperConfig, type Ref } from './config.js'
 import { mailboxTokens, pubsubTokens } from './credentials.js'
 import { ensurePublisher, ensureSubscription, ensureTopic, subscriptionName, topicName, type StepResult } from './pubsub.js'
 import { startWatch } from './mailbox.js'
@@ -215,7 +215,7 @@ function gmailBlock(s: GmailSettings, value: Record<string, any>): Record<string
     pushEndpoint: s.pushEndpoint,
     pushToken: s.pushToken,
   }
-  if (s.hookUrl !== defaultHookUrlOf(value)) block.hookUrl = s.hookUrl
+  if (s.hookUrl !== defaultHookUrl(value)) block.hookUrl = s.hookUrl
   if (s.receiver.host !== DEFAULTS.receiverHost || s.receiver.port !== DEFAULTS.receiverPort || s.receiver.path !== DEFAULTS.receiverPath) block.receiver = { ...s.receiver }
   block.includeBody = s.includeBody
   block.maxBytes = s.maxBytes
@@ -223,13 +223,6 @@ function gmailBlock(s: GmailSettings, value: Record<string, any>): Record<string
   block.credentials = s.credentials
   if (s.oidc) block.oidc = s.oidc
   return block
-}
-
-function defaultHookUrlOf(value: Record<string, any>): string {
-  const host = typeof value.server?.host === 'string' && value.server.host !== '0.0.0.0' && value.server.host !== '::' ? value.server.host : '127.0.0.1'
-  const port = Number.isInteger(value.server?.port) && value.server.port > 0 ? value.server.port : 8787
-  const base = typeof value.hooks?.path === 'string' ? '/' + value.hooks.path.replace(/^\/+|\/+$/g, '') : '/hooks'
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}${base}/gmail`
 }
 
 /** Writes hooks.gmail, the preset and enabled into hooks.yaml when they differ; undefined after a refusal (said on stderr). */
