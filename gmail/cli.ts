@@ -14,6 +14,7 @@ export interface CommandIO { stdout(text: string): void; stderr(text: string): v
 export async function main(command: string, argv: string[], io: CommandIO = processIO): Promise<number> {
   try {
     if (command === 'webhooks gmail login') return await loginCommand(argv, io)
+    if (command === 'webhooks gmail run') return await (await import('./run.js')).runCommand(argv, io)
   } catch (err) {
     // Config and Google refusals are sentences meant for the operator; anything else is a bug, told without a stack.
     io.stderr(`hookgate ${command}: ${(err as Error).message}\n`)
