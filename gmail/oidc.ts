@@ -19,7 +19,7 @@ export interface OidcExpectation { audience: string; email: string }
 export class OidcVerifier {
   private keys = new Map<string, KeyObject>()
   private until = 0
-  private lastFetch = 0
+  private lastForcedFetch = -Infinity
   private fetching: Promise<void> | undefined
 
   constructor(private readonly certsUrl: string, private readonly expected: OidcExpectation, private readonly now: () => number = Date.now) {}
@@ -53,7 +53,9 @@ export class OidcVerifier {
 
   private async keyFor(kid: string): Promise<KeyObject | undefined> {
     const stale = this.now() >= this.until
-    if (stale || (!this.keys.has(kid) && this.now() - this.lastFetch >= REFETCH_EVERY_MS)) {
+    const forced = !stale && !this.keys.has(kid) && this.now() - this.lastForcedFetch >= REFETCH_EVERY_MS
+    if (forced) this.lastForcedFetch = this.now()
+    if (stale || forced) {
       try {
         await this.refresh()
       } catch {
@@ -65,7 +67,6 @@ export class OidcVerifier {
 
   private refresh(): Promise<void> {
     this.fetching ??= (async () => {
-      this.lastFetch = this.now()
       const res = await request(this.certsUrl, { headers: { accept: 'application/json' }, headersTimeout: 10_000, bodyTimeout: 10_000 })
       const text = await res.body.text()
       if (res.statusCode !== 200) throw new Error(`the JWKS answered ${res.statusCode}`)
