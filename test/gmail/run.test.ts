@@ -103,6 +103,31 @@ const messageOf = (row: RunRow) => String((row.request as { message?: string } |
 async function closeHelpers(): Promise<void> {
   for (const h of helpers.splice(0)) await h.close()
 }
+/** A hook in front of the runtime that, per request, forwards, forwards and loses the answer, or refuses 429. */
+async function proxyHook(decide: (n: number) => 'forward' | 'lose' | 'refuse'): Promise<{ url: string; at: number[]; close(): Promise<void> }> {
+  const at: number[] = []
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      at.push(Date.now())
+      const what = decide(at.length)
+      if (what === 'refuse') { res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"ok":false,"error":"slow down","code":"rate_limited"}'); return }
+      const fwd = httpRequest(hookUrl, { method: 'POST', headers: { ...req.headers, host: new URL(hookUrl).host } }, (answer) => {
+        const back: Buffer[] = []
+        answer.on('data', (c: Buffer) => back.push(c))
+        answer.on('end', () => {
+          if (what === 'lose') res.writeHead(503, { 'content-type': 'application/json' }).end('{"ok":false,"error":"lost","code":"lost"}')
+          else res.writeHead(answer.statusCode!, answer.headers).end(Buffer.concat(back))
+        })
+      })
+      fwd.end(Buffer.concat(chunks))
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/gmail`, at, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+}
+
 const gmailCalls = () => fake.requests.filter((r) => r.path.startsWith('/gmail/')).length
 
 // ---------------------------------------------------------------------------------------------
@@ -135,20 +160,9 @@ pushes('redelivered by Pub/Sub starts nothing new', async () => {
 pushes('lost after the hook accepted it and before the cursor advanced is posted again after a restart and starts nothing twice', async () => {
   // A hook in front of the runtime that passes the batch on but loses the answer: as if the helper
   // crashed between posting and advancing its cursor.
-  const lossy = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const fwd = httpRequest(hookUrl, { method: 'POST', headers: { ...req.headers, host: new URL(hookUrl).host } }, (answer) => {
-        answer.resume()
-        answer.on('end', () => { res.writeHead(503, { 'content-type': 'application/json' }).end('{"ok":false,"error":"lost","code":"lost"}') })
-      })
-      fwd.end(Buffer.concat(chunks))
-    })
-  })
-  await new Promise<void>((r) => lossy.listen(0, '127.0.0.1', r))
+  const lossy = await proxyHook(() => 'lose')
   const state = scratchDir('helper-')
-  const first = await startCase({ state, hookAttempts: 1, mutate: (c) => { c.gmail.hookUrl = `http://127.0.0.1:${(lossy.address() as AddressInfo).port}/hooks/gmail` } })
+  const first = await startCase({ state, hookAttempts: 1, mutate: (c) => { c.gmail.hookUrl = lossy.url } })
   const a = fake.addMessage(ACCOUNT, { from: 'd@example.org', subject: 'crash-safe', text: 'y' })
   const b = fake.addMessage(ACCOUNT, { from: 'e@example.org', subject: 'crash-safe too', text: 'z' })
   assert.is((await push(first.helper)).status, 503, 'not acknowledged while the hook has not answered')
@@ -156,7 +170,7 @@ pushes('lost after the hook accepted it and before the cursor advanced is posted
   const planned = readCursor(first.config.helperDir).outbox
   assert.ok(planned && planned.batches.length === 1, 'the batch waits in the outbox')
   await first.helper.close()
-  lossy.close()
+  await lossy.close()
 
   const second = await startCase({ state })
   assert.is(readCursor(second.config.helperDir).outbox, undefined, 'the restart posted the outbox')
@@ -303,6 +317,21 @@ batches('a 413 from the hook splits the batch in two under new keys instead of l
   assert.is((await push(helper)).status, 204)
   assert.ok(lines.some((l) => l.includes('batch_split')), lines.join('\n'))
   assert.is(runsFor(ids).length, 6)
+})
+
+batches('a 429 from the hook is retried after its Retry-After within the same push', async () => {
+  const flaky = await proxyHook((n) => (n === 1 ? 'refuse' : 'forward'))
+  try {
+    const { helper, lines } = await startCase({ hookMaxWaitMs: 5000, mutate: (c) => { c.gmail.hookUrl = flaky.url } })
+    const a = fake.addMessage(ACCOUNT, { from: 'o@example.org', subject: 'busy hook', text: 'p' })
+    assert.is((await push(helper)).status, 204)
+    assert.is(flaky.at.length, 2)
+    assert.ok(flaky.at[1]! - flaky.at[0]! >= 900, 'waited for Retry-After')
+    assert.is(runsFor([a.id]).length, 1)
+    assert.ok(lines.some((l) => /"event":"hook_retry"/.test(l) && /"status":429/.test(l)))
+  } finally {
+    await flaky.close()
+  }
 })
 
 batches('a hook that answers 404 fails the sync with a clear reason, keeps the outbox and /healthz says so', async () => {
