@@ -231,6 +231,14 @@ auth.run()
 
 const recovery = suite('recovery')
 
+recovery('a second helper on the same state directory is refused, so two never share a cursor', async () => {
+  const state = scratchDir('helper-')
+  await startCase({ state })
+  const refused = await startCase({ state }).then(() => undefined, (err: Error) => err)
+  assert.ok(refused, 'the second helper started')
+  assert.match(refused!.message, /in use by another hookgate process/)
+})
+
 recovery('an expired history id resyncs the recent window without posting a message twice', async () => {
   const box = 'resync@example.com'
   const { helper, config, lines } = await startCase({ account: box })
