@@ -15,6 +15,7 @@ export async function main(command: string, argv: string[], io: CommandIO = proc
   try {
     if (command === 'webhooks gmail login') return await loginCommand(argv, io)
     if (command === 'webhooks gmail setup') return await (await import('./setup.js')).setupCommand(argv, io)
+    if (command === 'webhooks gmail run') return await (await import('./run.js')).runCommand(argv, io)
   } catch (err) {
     // Config and Google refusals are sentences meant for the operator; anything else is a bug, told without a stack.
     io.stderr(`hookgate ${command}: ${(err as Error).message}\n`)

@@ -22,6 +22,7 @@ import { DEFAULTS, HelperConfigError, defaultHookUrl, PUSH_TOKEN_FILE, loadHelpe
 import { mailboxTokens, pubsubTokens } from './credentials.js'
 import { ensurePublisher, ensureSubscription, ensureTopic, subscriptionName, topicName, type StepResult } from './pubsub.js'
 import { startWatch } from './mailbox.js'
+import { readCursor, writeCursor } from './outbox.js'
 import { EXIT, type CommandIO } from './cli.js'
 
 /** What setup knows of the watch it started: `run` starts reading history from its historyId. */
@@ -101,6 +102,13 @@ export async function setupCommand(argv: string[], io: CommandIO): Promise<numbe
     const watch = await startWatch(mailbox, bases, settings.account!, topic, settings.labels)
     const record: WatchRecord = { account: settings.account!, topicName: topic, labels: settings.labels, historyId: watch.historyId, expiration: watch.expiration, startedAt: new Date().toISOString() }
     writeSecretFile(watchFile, JSON.stringify(record, null, 2) + '\n')
+    // run reads from here: mail that comes between setup and the first run is not missed
+    const cursor = readCursor(config.helperDir)
+    cursor.mailbox = settings.account!
+    cursor.historyId ??= watch.historyId
+    cursor.watchExpiration = watch.expiration
+    cursor.lastRenewalAt = record.startedAt
+    writeCursor(config.helperDir, cursor)
     step(4, `watch ${settings.account}`, `started (history ${watch.historyId}, until ${new Date(Number(watch.expiration)).toISOString()})`)
   }
 

@@ -100,6 +100,10 @@ setup('the first setup creates the topic, grants Gmail publish rights keeping ot
   const watch = google.watches.get(MAILBOX)!
   assert.is(watch.topicName, topic)
   assert.equal(watch.labelIds, ['INBOX'])
+  // run starts reading where the watch began: mail between setup and the first run is not missed
+  const cursor = JSON.parse(readFileSync(join(p.dir, '.hookgate/gmail/cursor.json'), 'utf8'))
+  assert.is(String(cursor.historyId), String(watch.historyId))
+  assert.is(String(cursor.watchExpiration), String(watch.expiration))
 
   const text = readFileSync(p.config, 'utf8')
   assert.ok(text.startsWith("# the team's hookgate config\nhooks:\n  enabled: true   # turned on by setup\n"), text)
