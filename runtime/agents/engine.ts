@@ -285,7 +285,10 @@ export class Engine {
         start: async (row) => {
           const session = this.session(input.agentId)
           const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })
-          if (dropped.length > 0) await this.settleDropped(dropped)
+          // The displaced runs' status is not part of this wake's acknowledgement: awaiting it made
+          // every wake past a full queue wait for a second fdatasync. A crash before it is written
+          // leaves them queued, and resume queues (and so drops) them again.
+          if (dropped.length > 0) this.track(this.settleDropped(dropped))
           if (input.mode === 'now') this.track(session.heartbeat())
         },
       }

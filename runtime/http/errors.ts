@@ -2,13 +2,20 @@
 import type { ServerResponse } from 'node:http'
 
 export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly status: number
+  readonly code: string
+  readonly headers: Record<string, string>
+
+  constructor(status: number, code: string, message: string, headers: Record<string, string> = {}) {
+    // A refusal is an answer, not a fault: no stack trace is captured for it (under a 401/429
+    // flood that capture was the largest single cost of a refusal).
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(message)
+    Error.stackTraceLimit = limit
+    this.status = status
+    this.code = code
+    this.headers = headers
   }
 }
 

@@ -93,6 +93,10 @@ export function createHandler(given: HandlerDeps) {
     const done = (status: number, code?: string) => {
       const ms = performance.now() - started
       countRequest(notes.route ?? UNMATCHED, status, ms / 1000)
+      // A client locked out for failed logins gets no log line per request: under a flood that
+      // would be a disk write per refusal. The rejected-request log counts them per minute, and
+      // the metrics count every one.
+      if (code === 'too_many_auth_failures') return
       const entry: RequestLog = { method: req.method ?? '?', path: path.length > 512 ? path.slice(0, 512) : path, status, ms: Math.round(ms * 100) / 100, client }
       if (notes.runId) entry.runId = notes.runId
       if (code) entry.code = code

@@ -57,6 +57,13 @@ direct('2,000 failed-auth requests with rotating X-Forwarded-For all count again
   assert.equal(tally.errors, {}, describeTally(tally))
   assert.equal(tally.statuses, { 401: 20, 429: FLOOD - 20 }, describeTally(tally))
   assert.ok(tally.ms < 10_000, describeTally(tally))
+  // A refusal writes nothing per request: the 401s are logged (at most the limit per window), the
+  // 1,980 lock-out answers are not (the rejected-request log counts them per minute).
+  const logged = (status: number) => t.server.stdout.join('\n').split('\n').filter((l) => l.includes(`"status":${status}`)).length
+  // log lines are written in batches: wait for the 401s to be out
+  for (let i = 0; i < 100 && logged(401) < 20; i++) await new Promise((r) => setTimeout(r, 20))
+  assert.is(logged(401), 20)
+  assert.is(logged(429), 0, 'no log line per 429 of a locked-out client')
   // still locked out with no token at all, whatever address is claimed
   assertContractError(await request(t.origin, '/hooks/wake', { headers: { 'x-forwarded-for': '203.0.113.1' } }), 429, 'too_many_auth_failures')
   // a correct token still passes while locked out (and clears the count)
