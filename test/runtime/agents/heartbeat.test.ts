@@ -87,6 +87,30 @@ hb('the queue is bounded: the oldest events are dropped first and their runs say
   }
 })
 
+hb('a wake that displaces the oldest queued event is answered after its own commit, not after the record settling the displaced run', async () => {
+  const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: "off", maxQueuedEvents: 1 } }')))
+  const runs = h.service.engine.runs
+  const settle = runs.settle.bind(runs)
+  let release!: () => void
+  const held = new Promise<void>((r) => { release = r })
+  const settled: string[][] = []
+  // the displaced run's record is held back: a wake that waited for it would never be answered
+  runs.settle = async (ids, ...rest) => { settled.push([...ids]); await held; return settle(ids, ...rest) }
+  try {
+    const first = await wake(h, 'first', 'next-heartbeat')
+    const second = await Promise.race([wake(h, 'second', 'next-heartbeat'), new Promise<string>((_, no) => setTimeout(() => no(new Error('the wake waited for the displaced run\'s record')), 3000))])
+    assert.ok(second)
+    assert.equal(settled, [[first]])
+    release()
+    const dropped = await runReaches(h.stateDir, first, 'failed')
+    assert.match(dropped.error ?? '', 'queue was full')
+  } finally {
+    release()
+    runs.settle = settle
+    await h.close()
+  }
+})
+
 hb.run()
 
 const sessions = suite('isolated turns and their session keys')
