@@ -1,30 +1,36 @@
 // The benchmark suite behind `npm run bench` (--mode all --rounds 3), run by hand (not part of `npm test`):
 //
-//   node test/bench/run.mjs [--mode compare|scale|all] [--duration 10] [--connections 50] [--rounds 1] [--only bare,wake] [--json]
+//   node test/bench/run.mjs [--mode compare|scale|all] [--duration 10] [--connections 50] [--rounds 1] [--only bare,wake,…] [--json]
 //
-// compare (default): in one run, one target after another, each on a fresh server child (and a
-//   fresh --state dir) with 2 s of warm-up: the bare node:http floor (read the body, JSON.parse,
-//   check the Bearer token); the durable floor (the same, plus one JSON line per request written
-//   and fdatasync'ed with group commit before the answer, as the contract's "answered means on
-//   disk" asks of every wake); hookgate POST /hooks/wake; a mapped wake path with a template; a
-//   mapped wake path with a TypeScript transform (compiled with the real CLI, run in the worker
-//   pool); POST /hooks/agent on builtin/echo (deliver false, wakeMode next-heartbeat) with durable
-//   writes; and 401/429 traffic: a wrong token from one client address, so after the first 20 the
-//   lock-out answers 429. One table: req/s, p50, p99, unexpected answers, server RSS idle/peak,
-//   each also as a ratio to the bare server.
+// compare (default): each round runs every row, one after another (odd rounds in reverse order),
+//   each on a fresh server child (and a fresh --state dir) with 2 s of warm-up; a row's figures are
+//   the medians of its rounds, and a ratio between two rows the median of their ratios within each
+//   round. Rows: the bare node:http server (read the body, JSON.parse, check the Bearer token); the
+//   durable floor (the same, plus one JSON line per request written and fdatasync'ed with group
+//   commit before the answer, as the contract's "answered means on disk" asks of every wake: the
+//   yardstick of every ratio); hookgate POST /hooks/wake; a mapped wake path with a template; a
+//   mapped wake path with a TypeScript transform (worker pool); POST /hooks/agent on builtin/echo
+//   (deliver false, wakeMode next-heartbeat); a bare server's 401 path (token checked, no body read,
+//   401 JSON); hookgate under 401/429 traffic (a wrong token from one address, so after 20 the
+//   lock-out answers 429); the floor and the wake at 256 connections; and a copy of the floor, run
+//   last, whose distance from the floor is the harness's self-check. Every row also gets the
+//   server's main-thread CPU per answered request (from /proc/<pid>/task/<pid>/stat).
+//   `--only` picks rows; the bare server and the floor always run, and a row brings the row it is
+//   judged against (auth: bare401, wake256: floor256, floor-copy: floor).
 // scale: how cost grows. (a) the same mapped wake path in bundles of 10, 1,000 and 10,000
-//   mappings under the same load, then the check (10,000 within 10 % of 10's req/s: PASS/FAIL),
-//   with the two servers pinned to one core and loaded at the same time, half the connections
-//   each, so a drift of the machine's speed falls on both alike; (b) bodies of 1 KiB, 64 KiB and
-//   256 KiB to the mapped path (maxBodyBytes 300000), beside the bare server at the same size; (c) cold start: from spawning `hookgate serve` to the
-//   first answered request (GET /healthz, asked every 5 ms), median of 5, for bundles of 10, 1,000
-//   and 10,000 mappings.
+//   mappings under the same load, then the lookup check (10,000 within 10 % of 10's req/s), with
+//   the two servers pinned to one core and loaded at the same time, half the connections each;
+//   (b) bodies of 1 KiB, 64 KiB and 256 KiB to the mapped path (maxBodyBytes 300000), beside the
+//   bare server and the durable floor at the same size; (c) cold start: from spawning `hookgate
+//   serve` to the first answered request (GET /healthz, asked every 5 ms), median of 5, for the
+//   repo's own hooks.yaml and for bundles of 10, 1,000 and 10,000 mappings.
 // all: compare, then scale.
 //
-// Every server runs in its own child process on 127.0.0.1, stdout to /dev/null, fsync on; autocannon
-// runs in this process. Each row reports the CPU used by everything else on the machine meanwhile
-// ("other"): above 15 % of a core the row is marked noisy. Exit 1 when a row saw unexpected answers,
-// the lookup check failed, or the wake path is below 0.8 of the bare server's req/s.
+// At the end, the targets of issue 16, each with its figure and PASS, FAIL or "not measured" (left
+// out by --mode or --only); in --json under `targets`. Every server runs in its own child process
+// on 127.0.0.1, stdout to /dev/null, fsync on; autocannon runs in this process. Each row reports
+// the CPU used by everything else on the machine meanwhile ("other"): above 15 % of a core the row
+// is marked noisy. Exit 1 when a target FAILs or a row saw unexpected answers.
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -561,7 +567,7 @@ function printScale(s, opts) {
     table(['body', 'target', 'req/s', '×bare', '×floor', 'p50 ms', 'p99 ms', '×floor', 'MiB/s', 'non-2xx', 'RSS peak MiB', 'main µs/req', 'srv CPU', 'ac CPU', 'other'], s.payload.flatMap((p) => [p.bare, p.floor, p.hookgate].map((r) => [
       `${p.size / 1024} KiB`, r === p.bare ? 'bare node:http' : r === p.floor ? 'durable floor' : 'hookgate', fmtInt(r.rps), fmtRatio(ratio(r.rps, p.bare.rps)), fmtRatio(ratio(r.rps, p.floor.rps)), fmtMs(r.latencyMs.p50), fmtMs(r.latencyMs.p99), fmtRatio(ratio(r.latencyMs.p99, p.floor.latencyMs.p99)),
       r.mibPerSecond.toFixed(1), (r.unexpected ? '!! ' : '') + fmtInt(r.unexpected), fmtMiB(r.rssPeak), fmtUs(r.mainUsPerRequest), fmtPct(r.serverCpu), fmtPct(r.loaderCpu), otherCell(r),
-    ]))),
+    ])), [1]),
     'MiB/s: request bodies accepted (2xx) per second. The durable floor writes and fdatasyncs one line per request (its id, the time and the payload\'s text), whatever the body\'s size.',
     '',
     `== scale (c): cold start — spawning \`hookgate serve\` to the first answered GET /healthz (asked every ${COLD_POLL_MS} ms), ${COLD_RUNS} runs each, fresh --state dir ==`,
