@@ -204,8 +204,29 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   try {
     /** The run row carries its id, the key and the answer, so a replay survives a restart. */
     const answer = (status: number, body: (runId: string) => Record<string, unknown>): Reply => {
-      const many = answerMany(status, 1, (ids) => body(ids[0]!))
-      return { ...many.extras[0]!, send: many.send, sendOutcome: many.sendOutcome }
+      // answerMany for one run, built directly: every wake and mapped request comes through here.
+      const id = randomUUID()
+      notes.runId = id
+      const response = { status, body: { ok: true, ...body(id) } }
+      const reply: Reply = {
+        id,
+        send() {
+          setRunId(id)
+          stored = response
+          sendJson(res, status, response.body)
+          return status
+        },
+        sendOutcome(outcome) {
+          setRunId(id)
+          stored = response
+          sendJson(res, 200, { ...response.body, ...outcome })
+          return 200
+        },
+      }
+      const trace = notes.trace
+      if (trace !== undefined) copyTrace(trace, reply)
+      if (idem) { reply.response = response; reply.idempotency = { key: key as string, fingerprint: idem.fingerprint } }
+      return reply
     }
     /**
      * Several runs, one answer: the first row keeps it (and the key) for a replay. A request that
@@ -250,6 +271,12 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   } finally {
     if (idem?.kind === 'new') idem.finish(stored)
   }
+}
+
+/** What every row of a request carries (notes.trace): how it was received, what it replays. */
+function copyTrace(trace: RowExtra, into: RowExtra): void {
+  if (trace.received !== undefined) into.received = trace.received
+  if (trace.replayOf !== undefined) into.replayOf = trace.replayOf
 }
 
 /** The answer to a request that started runs: sent once they are on disk (`sendOutcome`: 200 once they finished). */

@@ -1,0 +1,53 @@
+// Main-thread CPU per request, run by hand: a quick and fairly noise-proof figure for one path
+// (CPU time the server process used, from /proc/<pid>/stat utime+stime, over a fixed number of
+// requests), for comparing a change against the durable floor on a busy machine.
+//
+//   node test/bench/cpu.mjs [--path floor|wake|template|agent|auth] [--requests 60000] [--connections 50]
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { execFileSync } from 'node:child_process'
+import autocannon from 'autocannon'
+import { BARE_SERVER, freePort, procCpuSeconds, readCli, root, startServer, stopServer, requestBody, installExitHandlers } from './lib.mjs'
+
+const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|wake|template|agent|auth] [--requests N] [--connections N]'
+const { values, number } = readCli('cpu', USAGE, {
+  path: { type: 'string', default: 'wake' },
+  requests: { type: 'string', default: '60000' },
+  connections: { type: 'string', default: '50' },
+})
+const requests = number('requests', 1000, 10_000_000)
+const connections = number('connections', 1, 1000)
+const tmp = mkdtempSync(join(os.tmpdir(), 'hookgate-cpu-'))
+installExitHandlers('cpu', () => {})
+const token = 'bench-token-0123456789abcdef0123'
+const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+let server
+let path = '/hooks/wake'
+let body = requestBody()
+let hdrs = headers
+if (values.path === 'floor') {
+  const file = join(tmp, 'bare.mjs')
+  writeFileSync(file, BARE_SERVER)
+  server = await startServer({ label: 'floor', args: [file], env: { BENCH_TOKEN: token, BENCH_DURABLE_FILE: join(tmp, 'runs.jsonl') }, stdout: 'pipe', readyPath: '/' })
+  path = '/'
+} else {
+  writeFileSync(join(tmp, 'hooks.yaml'), `hooks:\n  enabled: true\n  token: \${HOOKGATE_TOKEN}\n  mappings:\n    - id: bench\n      match: { path: bench }\n      action: wake\n      textTemplate: "{{payload.text}} {{headers.x-source}} at {{now}}"\n`)
+  execFileSync(process.execPath, [join(root, 'bin/hookgate.js'), 'compile', join(tmp, 'hooks.yaml'), '--out', join(tmp, 'dist')], { stdio: 'ignore' })
+  const port = await freePort()
+  server = await startServer({ label: 'hookgate', args: [join(root, 'bin/hookgate.js'), 'serve', '--bundle', join(tmp, 'dist'), '--port', String(port), '--state', join(tmp, 'state')], env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz' })
+  if (values.path === 'template') path = '/hooks/bench'
+  if (values.path === 'agent') { path = '/hooks/agent'; body = JSON.stringify({ message: 'summarise ' + 'x'.repeat(120), deliver: false, wakeMode: 'next-heartbeat' }) }
+  if (values.path === 'auth') hdrs = { ...headers, authorization: 'Bearer wrong-token-wrong-token-wrong' }
+}
+const fire = (amount) => new Promise((resolve, reject) => autocannon({ url: `http://127.0.0.1:${server.port}${path}`, method: 'POST', headers: hdrs, body, connections, amount, pipelining: 1 }, (err, r) => (err ? reject(err) : resolve(r))))
+await fire(Math.min(10_000, requests))
+const before = procCpuSeconds(server.pid)
+const t0 = performance.now()
+const r = await fire(requests)
+const seconds = (performance.now() - t0) / 1000
+const cpu = procCpuSeconds(server.pid) - before
+const answered = r['2xx'] + r.non2xx
+process.stdout.write(`${values.path}: ${(cpu * 1e6 / answered).toFixed(1)} µs CPU/request, ${Math.round(answered / seconds)} req/s, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
+await stopServer(server)
+process.exit(0)
