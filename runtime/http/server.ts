@@ -22,6 +22,7 @@ import { parseBody, readBody } from './body.js'
 import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 import type { RefusalRecorder } from '../store/rejects.js'
+import { boundJsonSize } from '../store/runs.js'
 import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../service-metrics.js'
 
 /** Everything a request needs, swapped as one object on reload. */
@@ -315,7 +316,11 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   // Kept with each row this request writes, so `hookgate runs replay` can send it again.
   const url = req.url ?? ''
   const q = url.indexOf('?')
-  notes.trace = { ...notes.trace, received: { path: q < 0 ? url : url.slice(0, q), query: context.query, headers: redactHeaders(context.headers), payload } }
+  const received = { path: q < 0 ? url : url.slice(0, q), query: context.query, headers: redactHeaders(context.headers), payload }
+  // JSON writes a character of the body as at most 6 (\u0000); headers, path and query as given, plus quoting
+  boundJsonSize(received, 6 * (bodyBytes + url.length + headerChars(context.headers)) + 256)
+  if (notes.trace) notes.trace.received = received
+  else notes.trace = { received }
   const selection = selectRoute(serving.bundle.routeTable.get(name) ?? [], context)
   if (selection.kind === 'none') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
   if (selection.kind === 'filtered') {
@@ -356,7 +361,8 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   // Every policy check before anything is written: one refused element refuses the request.
   const submissions: Submission[] = actions.map((action, i) => {
     const agentId = resolveAgentId(action.agentId, config)
-    if (action.kind === 'wake') return { kind: 'wake', input: { ...origin, agentId, text: action.text, mode: action.mode, name: null } }
+    // field by field: a spread of origin per request showed in the profile
+    if (action.kind === 'wake') return { kind: 'wake', input: { definitionKind: origin.definitionKind, definitionId: origin.definitionId, correlationId, source, external: origin.external, agentId, text: action.text, mode: action.mode, name: null } }
     if (action.kind === 'workflow') {
       // Stored with the run to render its steps later: secret headers never reach the disk.
       const stored: RenderContext = { ...context, headers: notes.trace?.received?.headers ?? redactHeaders(context.headers), ...(fanOut ? { item: outcome.items[i], index: i } : {}) }
@@ -379,7 +385,8 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const waitSeconds = kind === 'wake' ? 0 : Math.min(route.waitSeconds ?? 0, maxWaitSeconds(config))
   if (!fanOut) {
     const reply = answer.one(status, (runId) => describe(submissions[0]!, runId))
-    await deps.engine.submit(submissions[0]!, { ...reply, awaited: waitSeconds > 0 })
+    reply.awaited = waitSeconds > 0
+    await deps.engine.submit(submissions[0]!, reply)
     return waitForRuns(deps.engine, [reply.id!], waitSeconds, reply)
   }
   // Fan-out: one run per element, all written with one journal append before the answer.
@@ -549,15 +556,36 @@ function correlationIdOf(req: IncomingMessage): string {
 
 function headerRecord(req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = Object.create(null)
-  for (const [k, v] of Object.entries(req.headers)) {
+  const headers = req.headers
+  for (const k in headers) {
+    const v = headers[k]
     if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v
   }
   return out
 }
 
+/** The characters of the headers' names and values. */
+function headerChars(headers: Record<string, string>): number {
+  let n = 0
+  for (const k in headers) n += k.length + headers[k]!.length + 6
+  return n
+}
+
+/** Header names seen, and whether each is a secret: the same few names come with every request. */
+const secretNames = new Map<string, boolean>()
+
+/** The headers with every secret one's value replaced: what a stored request keeps. */
 function redactHeaders(headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = Object.create(null)
-  for (const [k, v] of Object.entries(headers)) out[k] = isSecretHeader(k) ? '[redacted]' : v
+  for (const k in headers) {
+    let secret = secretNames.get(k)
+    if (secret === undefined) {
+      secret = isSecretHeader(k)
+      // bounded: a sender making up header names cannot grow it past this
+      if (secretNames.size < 1000) secretNames.set(k, secret)
+    }
+    out[k] = secret ? '[redacted]' : headers[k]!
+  }
   return out
 }
 

@@ -136,6 +136,17 @@ export const DEFAULT_RETAIN_FINISHED = 10_000
 
 /** A request whose JSON is longer than this is kept in a blob, not in the run's line. */
 export const REQUEST_INLINE_MAX_CHARS = 64 * 1024
+
+/** Upper bounds of the JSON length of values a run carries, when the caller knows one (see boundJsonSize). */
+const knownSizes = new WeakMap<object, number>()
+
+/**
+ * Tells the store that `value` serialises to at most `chars` characters (a received request's
+ * bound follows from the body's size), so a small one goes inline without being measured.
+ */
+export function boundJsonSize(value: object, chars: number): void {
+  knownSizes.set(value, chars)
+}
 /** A compaction keeps the request blobs of finished runs up to this many bytes, newest first. */
 export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
 
@@ -352,6 +363,9 @@ export class RunStore {
     for (const [field, blobField] of BLOB_FIELDS) {
       const value = out[field]
       if (value === undefined || typeof value !== 'object' || value === null) continue
+      // A value known to be small is not stringified twice (here to measure, then to write).
+      const bound = knownSizes.get(value)
+      if (bound !== undefined && bound <= REQUEST_INLINE_MAX_CHARS) continue
       const json = JSON.stringify(value)
       if (json.length <= REQUEST_INLINE_MAX_CHARS) continue
       const bytes = Buffer.from(json, 'utf8')
