@@ -88,6 +88,14 @@ export interface EngineWiring {
   routes?: Iterable<BundleRoute>
 }
 
+/** An agent run's new row, field by field (every /agent request and agent mapping builds one). */
+function agentRun(extra: RowExtra, definitionKind: Origin['definitionKind'], definitionId: string, correlationId: string, request: AgentRequest): NewRun {
+  const run: NewRun = { id: extra.id ?? randomUUID(), definitionKind, definitionId, correlationId, action: 'agent', agentId: request.agentId, sessionKey: request.sessionKey, request }
+  copyRowFields(extra, run)
+  if (request.name) run.name = request.name
+  return run
+}
+
 /** Only the row's own fields of an extra (the HTTP side passes an object that also sends the answer). */
 function rowFields(extra: RowExtra): RowExtra {
   return copyRowFields(extra, {})
@@ -302,7 +310,7 @@ export class Engine {
     if (submission.kind === 'agent') {
       const { definitionKind, definitionId, correlationId, ...request } = submission.input
       return {
-        run: { id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'agent', agentId: request.agentId, sessionKey: request.sessionKey, ...(request.name ? { name: request.name } : {}), request },
+        run: agentRun(extra, definitionKind, definitionId, correlationId, request),
         start: async (row) => { this.track(this.runAgent(row, request)) },
       }
     }

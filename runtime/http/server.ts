@@ -308,7 +308,8 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     checkThinking(a.thinking, a.model, agentId, config)
     const waitSeconds = waitSecondsOf(parseWait(payload), config)
     const reply = answer.one(202, (runId) => ({ action: 'agent', runId, correlationId, sessionKey }))
-    await deps.engine.submitAgent({ definitionKind: 'hook', definitionId: 'agent', correlationId, source, external: true, ...a, agentId, sessionKey }, { ...reply, awaited: waitSeconds > 0 })
+    reply.awaited = waitSeconds > 0
+    await deps.engine.submitAgent({ definitionKind: 'hook', definitionId: 'agent', correlationId, source, external: true, ...a, agentId, sessionKey }, reply)
     return waitForRuns(deps.engine, [reply.id!], waitSeconds, reply)
   }
 

@@ -32,7 +32,7 @@ if (values.path === 'floor') {
   server = await startServer({ label: 'floor', args: [file], env: { BENCH_TOKEN: token, BENCH_DURABLE_FILE: join(tmp, 'runs.jsonl') }, stdout: 'pipe', readyPath: '/' })
   path = '/'
 } else {
-  writeFileSync(join(tmp, 'hooks.yaml'), `hooks:\n  enabled: true\n  token: \${HOOKGATE_TOKEN}\n  mappings:\n    - id: bench\n      match: { path: bench }\n      action: wake\n      textTemplate: "{{payload.text}} {{headers.x-source}} at {{now}}"\n`)
+  writeFileSync(join(tmp, 'hooks.yaml'), `server:\n  concurrency: 32\n  maxPendingRuns: 500000\nhooks:\n  enabled: true\n  token: \${HOOKGATE_TOKEN}\n  mappings:\n    - id: bench\n      match: { path: bench }\n      action: wake\n      textTemplate: "{{payload.text}} {{headers.x-source}} at {{now}}"\n`)
   execFileSync(process.execPath, [join(root, 'bin/hookgate.js'), 'compile', join(tmp, 'hooks.yaml'), '--out', join(tmp, 'dist')], { stdio: 'ignore' })
   const port = await freePort()
   server = await startServer({ label: 'hookgate', args: [join(root, 'bin/hookgate.js'), 'serve', '--bundle', join(tmp, 'dist'), '--port', String(port), '--state', join(tmp, 'state')], env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz' })
