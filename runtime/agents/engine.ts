@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
-import { RunStore, isFinalStatus, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
+import { RunStore, boundJsonSize, isFinalStatus, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
@@ -290,6 +290,8 @@ export class Engine {
     if (submission.kind === 'wake') {
       const input = submission.input
       const event: WakeEvent = { text: input.text, external: input.external, source: input.source }
+      // its JSON size is known from its two strings: the store need not stringify it to measure it
+      boundJsonSize(event, 6 * (input.text.length + input.source.length) + 64)
       // Field by field: this is every wake's path, and an object spread here showed in the profile.
       const run: NewRun = { id: extra.id ?? randomUUID(), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, request: event }
       copyRowFields(extra, run)

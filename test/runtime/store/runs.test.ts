@@ -2,7 +2,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { RUNS_FILE, RunStore, RunStoreError, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
+import { RUNS_FILE, RunStore, RunStoreError, boundJsonSize, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
 import { tempDir } from '../../helpers/paths.js'
 import { rejectionOf } from '../../helpers/async.js'
 
@@ -453,6 +453,22 @@ received('a received request is on disk, not in memory, and one over 64 KiB live
   assert.ok(large.receivedBlob, 'the line names its blob')
   assert.equal(RunStore.readReceived(dir, large), big)
   assert.equal(RunStore.readReceived(dir, rows.find((r) => r.id === 'small')!), receivedOf({ id: 1 }))
+})
+
+received('a known size bound spares a small request the measuring, and a large one still goes to a blob whatever its bound says it may be', async () => {
+  const dir = freshDir()
+  const store = openStore(dir)
+  const small = receivedOf({ id: 2 })
+  boundJsonSize(small, 1024)
+  const big = receivedOf({ text: 'y'.repeat(100 * 1024) })
+  boundJsonSize(big, 7 * 100 * 1024)
+  await store.create(newRun('small', { status: 'failed', received: small }))
+  await store.create(newRun('large', { status: 'failed', received: big }))
+  await store.close()
+  const rows = RunStore.readRows(dir)
+  assert.is(rows.find((r) => r.id === 'small')!.receivedBlob, undefined, 'inline')
+  assert.equal(RunStore.readReceived(dir, rows.find((r) => r.id === 'small')!), small)
+  assert.ok(rows.find((r) => r.id === 'large')!.receivedBlob, 'in a blob')
 })
 
 received('a compaction keeps the received-request blobs of kept runs and drops them past keepRequestBytes', async () => {
