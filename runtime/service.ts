@@ -370,7 +370,7 @@ function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: st
   wiring.stepSecrets = resolveStepSecrets(bundle)
   return {
     bundle,
-    token: new TokenCheck(token.digest),
+    token: new TokenCheck(token.digest, 'value' in token ? token.value : undefined),
     trusted: new AddressMatcher(bundle.config.server.trustedProxies),
     signatures,
     transforms: pool && ((route, input) => pool.run(route, input)),

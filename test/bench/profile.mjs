@@ -1,6 +1,6 @@
 // Where the server's time goes on one path, run by hand (not part of `npm test`):
 //
-//   node test/bench/profile.mjs [--path wake|bench|agent|bare] [--duration 5] [--connections 50] [--top 25] [--keep DIR] [--no-fsync]
+//   node test/bench/profile.mjs [--path wake|bench|agent|auth|bare] [--duration 5] [--connections 50] [--top 25] [--keep DIR] [--no-fsync]
 //
 // Starts `hookgate serve` (or the bare node:http floor) under `node --cpu-prof` with a fresh state
 // dir, loads it with autocannon from this process for `--duration` seconds, stops it with SIGTERM
@@ -12,7 +12,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { BARE_SERVER, fail, fmtInt, freePort, installExitHandlers, load, readCli, root, run, startServer, stopServer } from './lib.mjs'
 
-const USAGE = 'usage: node test/bench/profile.mjs [--path wake|bench|agent|bare] [--duration S] [--connections N] [--top N] [--keep DIR] [--no-fsync]'
+const USAGE = 'usage: node test/bench/profile.mjs [--path wake|bench|agent|auth|bare] [--duration S] [--connections N] [--top N] [--keep DIR] [--no-fsync]'
 
 const { values, number, usageError } = readCli('profile', USAGE, {
   path: { type: 'string', default: 'wake' },
@@ -22,7 +22,7 @@ const { values, number, usageError } = readCli('profile', USAGE, {
   keep: { type: 'string' },
   'no-fsync': { type: 'boolean', default: false },
 })
-if (!['wake', 'bench', 'agent', 'bare'].includes(values.path)) usageError(`--path takes wake, bench, agent or bare, not "${values.path}"`)
+if (!['wake', 'bench', 'agent', 'bare', 'auth'].includes(values.path)) usageError(`--path takes wake, bench, agent, auth or bare, not "${values.path}"`)
 const duration = number('duration', 1, 600)
 const connections = number('connections', 1, 1000)
 const top = number('top', 1, 500)
@@ -54,11 +54,11 @@ if (values.path === 'bare') {
   server = await startServer({ label: 'hookgate', args, env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz' })
 }
 
-const path = values.path === 'bare' ? '/' : `/hooks/${values.path}`
+const path = values.path === 'bare' ? '/' : values.path === 'auth' ? '/hooks/wake' : `/hooks/${values.path}`
 const body = values.path === 'agent'
   ? JSON.stringify({ message: 'summarise the deploy of acme/web', deliver: false, wakeMode: 'next-heartbeat' })
   : JSON.stringify({ text: 'deploy of acme/web finished on web-1', event: 'deploy.finished', repository: 'acme/web', attempt: 1 })
-const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-source': 'bench' }
+const headers = { authorization: `Bearer ${values.path === 'auth' ? 'wrong-' + token : token}`, 'content-type': 'application/json', 'x-source': 'bench' }
 process.stderr.write(`profiling ${path} (pid ${server.pid}): ${duration} s × ${connections} connections …\n`)
 const result = await load({ port: server.port, path, headers, body, connections, duration })
 await stopServer(server)

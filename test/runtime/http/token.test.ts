@@ -48,6 +48,19 @@ token('refuses a missing token and anything over the length limit unread', () =>
   assert.is(check.matches(undefined), false)
 })
 
+token('told the token up front (env, file, generated), it is fast from the first check and passes only itself', () => {
+  const t = 'hg_up_front_0123456789abcdef'
+  const check = new TokenCheck(tokenDigest(t), t)
+  for (const m of nearMisses(t)) assert.is(check.matches(m), false, JSON.stringify(m.slice(0, 40)))
+  assert.ok(check.matches(t))
+})
+
+token('a value that is not the digest\'s token is never learned', () => {
+  const check = new TokenCheck(tokenDigest('right-token-123'), 'wrong-token-123')
+  assert.is(check.matches('wrong-token-123'), false)
+  assert.ok(check.matches('right-token-123'))
+})
+
 token('never passes a digest-only check with the digest itself', () => {
   const digest = tokenDigest('right')
   const check = new TokenCheck(digest)
