@@ -6,7 +6,8 @@
 // compiled once with the real CLI: spawn `node bin/hookgate.js serve` with a fresh --state dir,
 // ask GET /healthz every 2 ms, and take the time from just before the spawn to the first answer;
 // then leave the server idle 2 s and read VmRSS from /proc/<pid>/status. The same for a bare
-// node:http server (the floor). Prints median, min and max of each; runs one after another.
+// node:http server (the floor). Prints median, min and max of each, and the median difference to
+// the bare server's start in the same round.
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -43,40 +44,48 @@ async function compile(name, setup) {
   return join(dir, 'dist')
 }
 
-async function measure(label, start) {
-  const ms = []
-  const rss = []
-  for (let i = 0; i < RUNS; i++) {
-    const s = await start()
-    ms.push(s.readyMs)
-    await sleep(IDLE_MS)
-    rss.push(procStatus(s.pid) / 1048576)
-    await stopServer(s)
-  }
-  const f = (xs, d) => `median ${median(xs).toFixed(d)} (min ${Math.min(...xs).toFixed(d)}, max ${Math.max(...xs).toFixed(d)})`
-  process.stdout.write(`${label.padEnd(24)} start ms ${f(ms, 0)}  idle RSS MiB ${f(rss, 1)}\n`)
+/** One start: the time to the first answer, then the RSS after IDLE_MS idle. */
+async function once(start) {
+  const s = await start()
+  await sleep(IDLE_MS)
+  const rss = procStatus(s.pid) / 1048576
+  await stopServer(s)
+  return { ms: s.readyMs, rss }
 }
 
 const bareFile = join(tmp, 'bare.mjs')
 writeFileSync(bareFile, `import { createServer } from 'node:http'
 const s = createServer((q, r) => r.end('{"ok":true}')).listen(Number(process.env.PORT), '127.0.0.1')\n`)
 
+const targets = []
 for (const which of ONLY) {
   if (which === 'bare') {
-    await measure('bare node:http', async () => {
+    targets.push({ label: 'bare node:http', start: async () => {
       const port = await freePort()
       return startServer({ label: 'bare', args: [bareFile], env: { PORT: String(port) }, stdout: 'ignore', readyPort: port, readyPath: '/', pollMs: POLL_MS })
-    })
+    } })
     continue
   }
   const dist = which === 'default'
     ? await compile('default', (dir) => { cpSync(join(root, 'hooks.yaml'), join(dir, 'hooks.yaml')); cpSync(join(root, 'transforms'), join(dir, 'transforms'), { recursive: true }) })
     : await compile(`m${which}`, (dir) => writeFileSync(join(dir, 'hooks.yaml'), manyMappings(Number(which))))
-  await measure(which === 'default' ? 'default hooks.yaml' : `${which} mappings`, async () => {
+  targets.push({ label: which === 'default' ? 'default hooks.yaml' : `${which} mappings`, start: async () => {
     const port = await freePort()
     const state = mkdtempSync(join(tmp, 'state-'))
     const argv = [join(root, 'bin', 'hookgate.js'), 'serve', '--bundle', dist, '--host', '127.0.0.1', '--port', String(port), '--state', state, '--grace-seconds', '1']
     return startServer({ label: which, args: argv, env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz', pollMs: POLL_MS })
-  })
+  } })
+}
+
+// Round by round, one start of each target per round, so a drift of the (shared) machine falls
+// on all alike; "over bare" is the median of each round's difference to the bare server.
+const samples = targets.map(() => [])
+for (let i = 0; i < RUNS; i++) for (const [k, t] of targets.entries()) samples[k].push(await once(t.start))
+const bareAt = ONLY.indexOf('bare')
+const f = (xs, d) => `median ${median(xs).toFixed(d)} (min ${Math.min(...xs).toFixed(d)}, max ${Math.max(...xs).toFixed(d)})`
+for (const [k, t] of targets.entries()) {
+  const ms = samples[k].map((x) => x.ms)
+  const over = bareAt >= 0 && k !== bareAt ? `  over bare ${median(ms.map((x, i) => x - samples[bareAt][i].ms)).toFixed(0)} ms` : ''
+  process.stdout.write(`${t.label.padEnd(20)} start ms ${f(ms, 0)}${over}  idle RSS MiB ${f(samples[k].map((x) => x.rss), 1)}\n`)
 }
 rmSync(tmp, { recursive: true, force: true })
