@@ -10,7 +10,11 @@ if (!existsSync(new URL('runtime/commands.js', build))) {
   process.stderr.write('hookgate: the build/ folder is missing; run `npm ci` (or `npm run build`) in the hookgate checkout\n')
   process.exit(2)
 }
-const table = await import(new URL('runtime/commands.js', build).href)
+// `serve` loads the runtime bundled into one file (scripts/build.mjs), which also holds the command
+// table: resolving and reading its ~50 modules one by one was a sixth of the start.
+const serveBundle = new URL('serve/hookgate-serve.mjs', build)
+const bundled = argv[0] === 'serve' && existsSync(serveBundle)
+const table = await import((bundled ? serveBundle : new URL('runtime/commands.js', build)).href)
 
 /** Runs a command's module, or says the build lacks it (exit 2). */
 async function run(command, rest) {
@@ -24,7 +28,7 @@ async function run(command, rest) {
     process.stderr.write(`hookgate ${command.name}: not available in this build yet\n${table.usageLine(command)}\n`)
     return 2
   }
-  const loaded = await import(new URL(module, build).href)
+  const loaded = bundled && side === 'runtime' ? table : await import(new URL(module, build).href)
   // import-openclaw's main takes the words after `import` (it names the source itself)
   return side === 'import-openclaw' ? loaded.main(['openclaw', ...rest]) : loaded.main(command.name, rest)
 }

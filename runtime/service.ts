@@ -168,8 +168,9 @@ export async function startService(options: ServeOptions): Promise<Service> {
     const body = JSON.stringify({ ok: false, error: status === 431 ? 'the request headers are too large' : status === 408 ? 'the request did not arrive in time' : 'the request is not valid HTTP', code })
     socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
   })
-  // Transform workers start once the server is up (a request that needs one waits for it).
-  serving.pool?.warm().catch((err: Error) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'transform workers did not start', error: err.message })))
+  // Transform workers start at the first call that needs one (that call waits for its worker; its
+  // timeout counts from the worker being ready): started here they competed with the first
+  // requests for the CPU and held ~6 MiB each in a server that may never run a transform.
 
   const address = server.address() as AddressInfo
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address

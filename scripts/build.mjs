@@ -1,6 +1,7 @@
 // Transpiles the TypeScript sources (compiler/, runtime/, admin/, test/) to build/, one .js file per
-// .ts file, so that `node` runs them without a loader, and bundles the operator page (admin/ui/, a
-// browser script with its own tsconfig) into build/admin/ui/. Type checking is `npm run typecheck`.
+// .ts file, so that `node` runs them without a loader; bundles the runtime that `hookgate serve`
+// loads into build/serve/, and the operator page (admin/ui/, a browser script with its own
+// tsconfig) into build/admin/ui/. Type checking is `npm run typecheck`.
 import { build } from 'esbuild'
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
@@ -35,6 +36,20 @@ await build({
   platform: 'node',
   target: 'node20',
   sourcemap: 'inline',
+  logLevel: 'warning',
+})
+// `hookgate serve` loads the runtime as one file (see runtime/serve-main.ts), and the transform
+// worker beside it, as the standalone runtime does; packages (undici) stay imports, loaded lazily.
+await build({
+  entryPoints: { 'hookgate-serve': join(root, 'runtime', 'serve-main.ts'), 'hookgate-worker': join(root, 'runtime', 'transforms', 'hookgate-worker.ts') },
+  outdir: join(root, 'build', 'serve'),
+  outExtension: { '.js': '.mjs' },
+  bundle: true,
+  packages: 'external',
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: 'linked',
   logLevel: 'warning',
 })
 const uiOut = join(root, 'build', 'admin', 'ui')

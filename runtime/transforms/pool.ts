@@ -216,7 +216,10 @@ export class TransformPool {
     }
   }
 
-  /** Starts every worker now (each imports its module within the start deadline), so the first request does not pay for it. */
+  /**
+   * Starts every worker now (each imports its module within the start deadline): a reload does, so
+   * that a module that does not load refuses the new bundle. At start-up workers start at first use.
+   */
   async warm(): Promise<void> {
     await Promise.all([...this.groups.values()].flatMap((g) => g.slots.map((s) => s.started())))
   }
