@@ -253,24 +253,33 @@ export class Engine {
    * journal (one fdatasync per batch); a restart queues the rows no turn has read yet.
    * Durable before it resolves: the run row and its event are on disk.
    */
-  async submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
+  submitWake(input: WakeInput, extra: RowExtra = {}): Promise<RunRow> {
     return this.submit({ kind: 'wake', input }, extra)
   }
 
-  async submitAgent(input: AgentInput, extra: RowExtra = {}): Promise<RunRow> {
+  submitAgent(input: AgentInput, extra: RowExtra = {}): Promise<RunRow> {
     return this.submit({ kind: 'agent', input }, extra)
   }
 
-  async submitWorkflow(input: WorkflowInput, extra: RowExtra = {}): Promise<RunRow> {
+  submitWorkflow(input: WorkflowInput, extra: RowExtra = {}): Promise<RunRow> {
     return this.submit({ kind: 'workflow', input }, extra)
   }
 
-  /** One run, accepted durably before it resolves (submitMany for several in one write). */
-  async submit(submission: Submission, extra: RowExtra = {}): Promise<RunRow> {
-    const p = this.prepare(submission, extra)
-    const row = await this.runs.create(p.run)
-    await p.start(row)
-    return row
+  /**
+   * One run, accepted durably before it resolves (submitMany for several in one write). No async
+   * wrappers on this path: each was a promise and a microtask hop per request.
+   */
+  submit(submission: Submission, extra: RowExtra = {}): Promise<RunRow> {
+    let p: { run: NewRun; start(row: RunRow): void }
+    try {
+      p = this.prepare(submission, extra)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return this.runs.create(p.run).then((row) => {
+      p.start(row)
+      return row
+    })
   }
 
   /**
@@ -280,12 +289,12 @@ export class Engine {
   async submitMany(submissions: readonly Submission[], extras: readonly RowExtra[]): Promise<RunRow[]> {
     const prepared = submissions.map((s, i) => this.prepare(s, extras[i] ?? {}))
     const rows = await this.runs.createMany(prepared.map((p) => p.run))
-    for (let i = 0; i < rows.length; i++) await prepared[i]!.start(rows[i]!)
+    for (let i = 0; i < rows.length; i++) prepared[i]!.start(rows[i]!)
     return rows
   }
 
   /** A submission's row, and what starts it once that row is on disk. */
-  private prepare(submission: Submission, extra: RowExtra): { run: NewRun; start(row: RunRow): Promise<void> } {
+  private prepare(submission: Submission, extra: RowExtra): { run: NewRun; start(row: RunRow): void } {
     if (extra.awaited && extra.id) this.awaited.set(extra.id, {})
     if (submission.kind === 'wake') {
       const input = submission.input
@@ -298,7 +307,7 @@ export class Engine {
       if (input.name) run.name = input.name
       return {
         run,
-        start: async (row) => {
+        start: (row) => {
           const session = this.session(input.agentId)
           const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })
           // The displaced runs' status is not part of this wake's acknowledgement: awaiting it made
@@ -313,13 +322,13 @@ export class Engine {
       const { definitionKind, definitionId, correlationId, ...request } = submission.input
       return {
         run: agentRun(extra, definitionKind, definitionId, correlationId, request),
-        start: async (row) => { this.track(this.runAgent(row, request)) },
+        start: (row) => { this.track(this.runAgent(row, request)) },
       }
     }
     const { definitionKind, definitionId, correlationId, ...request } = submission.input
     return {
       run: { id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'workflow', agentId: request.agentId, ...(request.name ? { name: request.name } : {}), request },
-      start: async (row) => { this.track(this.runWorkflow(row, request)) },
+      start: (row) => { this.track(this.runWorkflow(row, request)) },
     }
   }
 

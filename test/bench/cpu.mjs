@@ -1,6 +1,6 @@
 // Main-thread CPU per request, run by hand: a quick and fairly noise-proof figure for one path
-// (CPU time the server process used, from /proc/<pid>/stat utime+stime, over a fixed number of
-// requests), for comparing a change against the durable floor on a busy machine.
+// (CPU time the server's main thread and whole process used, from /proc utime+stime, over a fixed
+// number of requests), for comparing a change against the durable floor on a busy machine.
 //
 //   node test/bench/cpu.mjs [--path floor|wake|template|agent|auth] [--requests 60000] [--connections 50]
 import { mkdtempSync, writeFileSync } from 'node:fs'
@@ -8,7 +8,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import autocannon from 'autocannon'
-import { BARE_SERVER, freePort, procCpuSeconds, readCli, root, startServer, stopServer, requestBody, installExitHandlers } from './lib.mjs'
+import { BARE_SERVER, freePort, mainThreadCpuSeconds, procCpuSeconds, readCli, root, startServer, stopServer, requestBody, installExitHandlers } from './lib.mjs'
 
 const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|wake|template|agent|auth] [--requests N] [--connections N]'
 const { values, number } = readCli('cpu', USAGE, {
@@ -43,11 +43,13 @@ if (values.path === 'floor') {
 const fire = (amount) => new Promise((resolve, reject) => autocannon({ url: `http://127.0.0.1:${server.port}${path}`, method: 'POST', headers: hdrs, body, connections, amount, pipelining: 1 }, (err, r) => (err ? reject(err) : resolve(r))))
 await fire(Math.min(10_000, requests))
 const before = procCpuSeconds(server.pid)
+const mainBefore = mainThreadCpuSeconds(server.pid)
 const t0 = performance.now()
 const r = await fire(requests)
 const seconds = (performance.now() - t0) / 1000
 const cpu = procCpuSeconds(server.pid) - before
+const main = mainThreadCpuSeconds(server.pid) - mainBefore
 const answered = r['2xx'] + r.non2xx
-process.stdout.write(`${values.path}: ${(cpu * 1e6 / answered).toFixed(1)} µs CPU/request, ${Math.round(answered / seconds)} req/s, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
+process.stdout.write(`${values.path}: main thread ${(main * 1e6 / answered).toFixed(1)} µs/request, whole process ${(cpu * 1e6 / answered).toFixed(1)} µs/request, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
 await stopServer(server)
 process.exit(0)
