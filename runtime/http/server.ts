@@ -115,13 +115,36 @@ export function createHandler(given: HandlerDeps) {
       if (e.status < 500) deps.rejects?.note(client, path, e.status, e.code, req.method ?? '?', req.headers, notes.body)
       done(e.status, e.code)
     }
-    handleRequest(req, res, serving, deps, client, path, q < 0 ? '' : rawUrl.slice(q + 1), notes)
+    // Everything decided before the body is read (the path, the method, the token, the lock-out,
+    // the route) is decided synchronously: a refusal there is a thrown error caught here, not a
+    // rejected promise (under a 401/429 flood, promise rejections and their tracking showed).
+    let admitted: Admitted | number
+    try {
+      admitted = admit(req, res, serving, deps, client, path, q < 0 ? '' : rawUrl.slice(q + 1), notes)
+    } catch (err) {
+      fail(err)
+      return
+    }
+    if (typeof admitted === 'number') {
+      done(admitted)
+      return
+    }
+    handleRequest(req, res, serving, deps, client, admitted, notes)
       .then((status) => { if (status) done(status) }, fail)
   }
 }
 
-async function handleRequest(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps & { idempotency: IdempotencyIndex }, client: string, path: string, query: string, notes: RequestNotes): Promise<number | void> {
-  const setRunId = (id: string) => { notes.runId = id }
+/** What admission found out about a request whose body is to be read. */
+interface Admitted {
+  params: URLSearchParams
+  now: number
+  name: string
+  routes: readonly BundleRoute[] | undefined
+  signature: PreparedSignature | undefined
+}
+
+/** The checks before the body, in the contract's order; a number when the request was answered here (healthz, metrics). */
+function admit(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps & { idempotency: IdempotencyIndex }, client: string, path: string, query: string, notes: RequestNotes): Admitted | number {
   const { bundle } = serving
   const config = bundle.config
   const base = config.basePath
@@ -173,6 +196,14 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   // Nothing is acknowledged that is not on disk: while the store cannot write, refuse at once.
   const store = deps.engine.storeHealth()
   if (!store.ok) throw new HttpError(503, 'store_unavailable', 'the run store cannot write right now; try again shortly', { 'retry-after': '5' })
+  return { params, now, name, routes, signature }
+}
+
+async function handleRequest(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps & { idempotency: IdempotencyIndex }, client: string, admitted: Admitted, notes: RequestNotes): Promise<number | void> {
+  const setRunId = (id: string) => { notes.runId = id }
+  const { params, now, name, routes, signature } = admitted
+  const config = serving.bundle.config
+  const base = config.basePath
   const limit = routes ? maxBodyBytes(routes, config.server.maxBodyBytes) : config.server.maxBodyBytes
   const body = await readBody(req, limit, config.server.bodyTimeoutMs)
   if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')

@@ -137,15 +137,19 @@ export const DEFAULT_RETAIN_FINISHED = 10_000
 /** A request whose JSON is longer than this is kept in a blob, not in the run's line. */
 export const REQUEST_INLINE_MAX_CHARS = 64 * 1024
 
-/** Upper bounds of the JSON length of values a run carries, when the caller knows one (see boundJsonSize). */
-const knownSizes = new WeakMap<object, number>()
+/**
+ * The upper bound of a value's JSON length, when the caller knows one (see boundJsonSize). A symbol
+ * key: JSON.stringify and Object.keys never see it, and setting it costs a property store (a
+ * WeakMap entry per request showed in the profile).
+ */
+const JSON_SIZE_BOUND = Symbol('jsonSizeBound')
 
 /**
  * Tells the store that `value` serialises to at most `chars` characters (a received request's
  * bound follows from the body's size), so a small one goes inline without being measured.
  */
 export function boundJsonSize(value: object, chars: number): void {
-  knownSizes.set(value, chars)
+  (value as { [JSON_SIZE_BOUND]?: number })[JSON_SIZE_BOUND] = chars
 }
 /** A compaction keeps the request blobs of finished runs up to this many bytes, newest first. */
 export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
@@ -364,7 +368,7 @@ export class RunStore {
       const value = out[field]
       if (value === undefined || typeof value !== 'object' || value === null) continue
       // A value known to be small is not stringified twice (here to measure, then to write).
-      const bound = knownSizes.get(value)
+      const bound = (value as { [JSON_SIZE_BOUND]?: number })[JSON_SIZE_BOUND]
       if (bound !== undefined && bound <= REQUEST_INLINE_MAX_CHARS) continue
       const json = JSON.stringify(value)
       if (json.length <= REQUEST_INLINE_MAX_CHARS) continue
