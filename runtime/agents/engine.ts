@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
+import { Fifo } from '../fifo.js'
 import { RunStore, boundJsonSize, isFinalStatus, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
@@ -569,7 +570,7 @@ export class Engine {
 /** At most `limit` tasks at once; the rest wait in order. */
 class Semaphore {
   private active = 0
-  private readonly waiting: Array<() => void> = []
+  private readonly waiting = new Fifo<() => void>()
 
   constructor(private limit: number) {}
 

@@ -5,6 +5,7 @@
 // takes its place. One call per worker at a time, and every event of a worker concerns only the
 // call that worker was running: a worker that died or was terminated never touches another call.
 import { realpathSync } from 'node:fs'
+import { Fifo } from '../fifo.js'
 import { dirname, extname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Worker, type MessagePort } from 'node:worker_threads'
@@ -150,7 +151,7 @@ class Slot {
 /** The workers of one transform module: the mappings that list the same env names share them. */
 class Group {
   readonly slots: Slot[]
-  readonly waiting: Array<() => void> = []
+  readonly waiting = new Fifo<() => void>()
 
   constructor(spec: WorkerSpec, size: number) {
     this.slots = Array.from({ length: Math.max(1, size) }, () => new Slot(spec))
