@@ -14,7 +14,7 @@ import { join } from 'node:path'
 import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
 import { Fifo } from '../fifo.js'
-import { RunStore, boundJsonSize, isFinalStatus, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
+import { RunStore, isFinalStatus, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
 import { Journal } from '../store/journal.js'
 import { wrapExternalContent } from '../envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
@@ -300,8 +300,6 @@ export class Engine {
     if (submission.kind === 'wake') {
       const input = submission.input
       const event: WakeEvent = { text: input.text, external: input.external, source: input.source }
-      // its JSON size is known from its two strings: the store need not stringify it to measure it
-      boundJsonSize(event, 6 * (input.text.length + input.source.length) + 64)
       // Field by field: this is every wake's path, and an object spread here showed in the profile.
       const run: NewRun = { id: extra.id ?? randomUUID(), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, request: event }
       copyRowFields(extra, run)
@@ -511,6 +509,17 @@ export class Engine {
   async complete(agentId: string, override: string | null, messages: ChatMessage[], thinking: string | null, timeoutSeconds: number): Promise<{ text: string }> {
     const agent = this.config.agents.find((a) => a.id === agentId) ?? this.config.agents.find((a) => a.default)!
     const models = override ? [override] : [agent.model, ...agent.fallbackModels]
+    if (models.length === 1) {
+      // A local model (builtin/echo) cannot hang: no timer and no abort signal for it.
+      const provider = this.models.providerFor(models[0]!)
+      if (provider.local) {
+        try {
+          return await provider.complete({ model: models[0]!, messages, thinking, signal: NEVER_ABORTED })
+        } catch (err) {
+          throw new ModelError(`${models[0]}: ${(err as Error).message}`)
+        }
+      }
+    }
     const controller = new AbortController()
     let rejectTimeout!: (e: Error) => void
     const timedOut = new Promise<never>((_, reject) => { rejectTimeout = reject })
@@ -566,6 +575,9 @@ export class Engine {
     await this.runs.close()
   }
 }
+
+/** The signal a local model call gets: nothing aborts it. */
+const NEVER_ABORTED = new AbortController().signal
 
 /** At most `limit` tasks at once; the rest wait in order. */
 class Semaphore {

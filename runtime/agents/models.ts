@@ -26,6 +26,8 @@ export interface ModelReply { text: string }
 
 export interface ModelProvider {
   complete(call: ModelCall): Promise<ModelReply>
+  /** answers in-process without I/O (builtin/echo): no deadline timer or abort signal is set up for it */
+  readonly local?: boolean
 }
 
 /** The most `builtin/echo` repeats of its prompt: a real model's reply is bounded too. */
@@ -36,6 +38,7 @@ export const ECHO_MAX_CHARS = 4096
  * to ECHO_MAX_CHARS (a reply that repeated a 250 KB prompt whole made records no store wanted).
  */
 export const echoProvider: ModelProvider = {
+  local: true,
   async complete(call) {
     if (call.signal.aborted) throw new ModelError('the turn was aborted')
     const last = [...call.messages].reverse().find((m) => m.role === 'user')

@@ -145,6 +145,24 @@ export const REQUEST_INLINE_MAX_CHARS = 64 * 1024
 const JSON_SIZE_BOUND = Symbol('jsonSizeBound')
 
 /**
+ * An upper bound of the JSON length of an object whose values are all strings, numbers, booleans
+ * or null (an agent run's request, a wake's event), found by one walk without building the text;
+ * undefined for anything nested (it is measured by stringifying).
+ */
+function flatJsonBound(value: object): number | undefined {
+  if (Array.isArray(value)) return undefined
+  let n = 2
+  const record = value as Record<string, unknown>
+  for (const k in record) {
+    const v = record[k]
+    if (typeof v === 'string') n += 6 * (k.length + v.length) + 4
+    else if (typeof v === 'number' || typeof v === 'boolean' || v === null) n += 6 * k.length + 28
+    else if (v !== undefined) return undefined
+  }
+  return n
+}
+
+/**
  * Tells the store that `value` serialises to at most `chars` characters (a received request's
  * bound follows from the body's size), so a small one goes inline without being measured.
  */
@@ -368,7 +386,7 @@ export class RunStore {
       const value = out[field]
       if (value === undefined || typeof value !== 'object' || value === null) continue
       // A value known to be small is not stringified twice (here to measure, then to write).
-      const bound = (value as { [JSON_SIZE_BOUND]?: number })[JSON_SIZE_BOUND]
+      const bound = (value as { [JSON_SIZE_BOUND]?: number })[JSON_SIZE_BOUND] ?? flatJsonBound(value)
       if (bound !== undefined && bound <= REQUEST_INLINE_MAX_CHARS) continue
       const json = JSON.stringify(value)
       if (json.length <= REQUEST_INLINE_MAX_CHARS) continue

@@ -3,7 +3,7 @@
 // number of requests), for comparing a change against the durable floor on a busy machine.
 //
 //   node test/bench/cpu.mjs [--path floor|wake|template|agent|auth] [--requests 60000] [--connections 50]
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
@@ -50,6 +50,7 @@ const seconds = (performance.now() - t0) / 1000
 const cpu = procCpuSeconds(server.pid) - before
 const main = mainThreadCpuSeconds(server.pid) - mainBefore
 const answered = r['2xx'] + r.non2xx
-process.stdout.write(`${values.path}: main thread ${(main * 1e6 / answered).toFixed(1)} µs/request, whole process ${(cpu * 1e6 / answered).toFixed(1)} µs/request, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
+const peak = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
+process.stdout.write(`${values.path}: peak RSS ${peak.toFixed(1)} MiB, main thread ${(main * 1e6 / answered).toFixed(1)} µs/request, whole process ${(cpu * 1e6 / answered).toFixed(1)} µs/request, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
 await stopServer(server)
 process.exit(0)
