@@ -814,8 +814,9 @@ live('GET /api/runs/changes resolves soon after a new run is written', async ({ 
   const changed = await waiting
   assert.is(changed.status, 200, changed.text)
   assert.is.not(changed.json.version, version)
+  // the run's later records (its wake settled by the heartbeat) may already have moved it on again
   const page = (await api(admin, '/api/runs')).json
-  assert.is(page.version, changed.json.version)
+  assert.is.not(page.version, version)
   assert.is(page.rows[0].definitionId, 'plain')
 })
 
