@@ -708,6 +708,12 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
     // a kept step's output is kept whole: a resumed workflow reads it instead of running the step again
     const outputBlob = kept[i]!.outputBlob
     if (outputBlob) blobsKept.add(outputBlob.name)
+    // A received request small enough to sit in its line counts against the same budget: without
+    // that, every kept run (up to keepRuns) kept one of up to 64 KiB.
+    if (kept[i]!.received !== undefined && FINAL.has(kept[i]!.status)) {
+      requestBytesLeft -= JSON.stringify(kept[i]!.received).length
+      if (requestBytesLeft < 0) kept[i] = withoutReceived(kept[i]!)
+    }
     for (const [, blobField] of BLOB_FIELDS) {
       const row = kept[i]!
       const blob = row[blobField]

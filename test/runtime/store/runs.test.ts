@@ -455,6 +455,20 @@ received('a received request is on disk, not in memory, and one over 64 KiB live
   assert.equal(RunStore.readReceived(dir, rows.find((r) => r.id === 'small')!), receivedOf({ id: 1 }))
 })
 
+received('a compaction counts received requests kept in their lines against keepRequestBytes too, newest first', async () => {
+  const dir = freshDir()
+  const store = RunStore.open(dir, { now: steppingClock(), fsync: false })
+  // 40 KiB each: inline, under the 64 KiB blob threshold
+  for (let i = 0; i < 4; i++) await store.create(newRun(`inline-${i}`, { status: 'failed', received: receivedOf({ text: `${i}`.repeat(40 * 1024) }) }))
+  await store.close()
+  const budget = RunStore.open(dir, { compactAboveBytes: 1, keepRequestBytes: 100 * 1024, fsync: false })
+  await budget.close()
+  const rows = RunStore.readRows(dir)
+  assert.equal(rows.map((r) => r.receivedBlob === undefined), [true, true, true, true], 'all were inline')
+  // newest first within 100 KiB: the two newest keep theirs, the older two lose them
+  assert.equal(rows.map((r) => [r.id, RunStore.readReceived(dir, r) !== undefined]), [['inline-3', true], ['inline-2', true], ['inline-1', false], ['inline-0', false]])
+})
+
 received('a known size bound spares a small request the measuring, and a large one still goes to a blob whatever its bound says it may be', async () => {
   const dir = freshDir()
   const store = openStore(dir)
