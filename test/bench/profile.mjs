@@ -80,11 +80,14 @@ for (let i = 0; i < profile.samples.length; i++) {
 const total = [...self.values()].reduce((a, b) => a + b, 0)
 const idle = [...self].filter(([id]) => byId.get(id).callFrame.functionName === '(idle)').reduce((a, [, t]) => a + t, 0)
 const busy = total - idle
+// `serve` runs the runtime bundled into build/serve/hookgate-serve.mjs: its functions are hookgate's too
+const isHookgate = (url) => url.includes('/build/runtime/') || url.includes('/build/serve/')
 const short = (url) => url.replace(/^file:\/\//, '').replace(root, '').replace(/^node:/, 'node:')
 const place = (frame) => {
   const u = frame.url
   if (!u) return frame.functionName.startsWith('(') ? frame.functionName : '(native)'
   if (u.includes('/build/runtime/')) return 'hookgate ' + u.slice(u.indexOf('/build/runtime/') + 15).replace(/\.js$/, '')
+  if (u.includes('/build/serve/')) return 'hookgate (bundled serve)'
   if (u.startsWith('node:')) return u.replace(/^node:internal\//, 'node:').replace(/\/.*$/, '')
   return short(u)
 }
@@ -107,7 +110,7 @@ for (const [id, t] of self) {
   const seen = new Set()
   for (let at = id; at !== undefined; at = parent.get(at)) {
     const f = byId.get(at).callFrame
-    if (!f.url.includes('/build/runtime/')) continue
+    if (!isHookgate(f.url)) continue
     const key = `${f.functionName || '(anonymous)'}  ${short(f.url)}:${f.lineNumber + 1}`
     if (seen.has(key)) continue
     seen.add(key)
@@ -123,7 +126,7 @@ for (const [id, t] of self) {
   let key = null
   for (let at = id; at !== undefined && key === null; at = parent.get(at)) {
     const f = byId.get(at).callFrame
-    if (f.url.includes('/build/runtime/')) key = `${f.functionName || '(anonymous)'}  ${short(f.url)}:${f.lineNumber + 1}`
+    if (isHookgate(f.url)) key = `${f.functionName || '(anonymous)'}  ${short(f.url)}:${f.lineNumber + 1}`
   }
   key ??= `[${place(leaf)}]`
   attributed.set(key, (attributed.get(key) ?? 0) + t)
