@@ -7,8 +7,8 @@ import { parseDocument } from 'yaml'
 import { formatText } from '../compiler/diagnostics.js'
 import { processIO, readCommandArgs, usageLine, getCommand } from '../runtime/commands.js'
 import { ConfigFile } from './config-file.js'
-import { cleanDefinition, definitionId, listAgents, type DefinitionKind, type Definition } from './definitions.js'
-import { displayPath, endpointOf } from './endpoints.js'
+import { cleanDefinition, configValue, definitionId, listAgents, type DefinitionKind, type Definition } from './definitions.js'
+import { displayPath, endpointsOf, stateDirOf } from './endpoints.js'
 import { History } from './history.js'
 import { adminToken, hookTokenValue, sameToken } from './tokens.js'
 import { nextFirings, startAdmin } from './server.js'
@@ -31,7 +31,7 @@ export async function main(command: string, argv: string[], io: CommandIO = proc
   return EXIT.usage
 }
 
-/** The config's parsed value, or why it cannot be read (said on stderr). */
+/** The config's text and parsed value, or why it cannot be read (said on stderr). */
 function readConfig(command: string, file: string, io: CommandIO): { text: string; value: Record<string, any> } | undefined {
   let text: string
   try {
@@ -40,19 +40,12 @@ function readConfig(command: string, file: string, io: CommandIO): { text: strin
     io.stderr(`hookgate ${command}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}\n`)
     return undefined
   }
-  const doc = parseDocument(text)
-  if (doc.errors.length > 0) {
-    io.stderr(`hookgate ${command}: ${file} is not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}\n`)
+  const value = configValue(text)
+  if (value === undefined) {
+    io.stderr(`hookgate ${command}: ${file} is not valid YAML: ${parseDocument(text).errors[0]!.message.split('\n')[0]}\n`)
     return undefined
   }
-  return { text, value: (doc.toJS() ?? {}) as Record<string, any> }
-}
-
-/** --state, else server.stateDir, else .hookgate, beside the config (as `hookgate serve` finds it from the bundle). */
-function stateDirOf(file: string, value: Record<string, any>, flag: string | undefined): string {
-  if (flag) return resolve(flag)
-  const configured = typeof value.server?.stateDir === 'string' ? value.server.stateDir : '.hookgate'
-  return resolve(dirname(resolve(file)), configured)
+  return { text, value }
 }
 
 async function adminCommand(argv: string[], io: CommandIO): Promise<number> {
@@ -108,8 +101,8 @@ function definitionFromFlags(kind: DefinitionKind, v: Record<string, unknown>): 
   return cleanDefinition('task', { ...common, schedule: v.schedule, every: v.every, timezone: v.timezone, catchUp: v['catch-up'] })
 }
 
-function defaultAgent(text: string): string {
-  const agents = listAgents(text)
+function defaultAgent(value: Record<string, any>): string {
+  const agents = listAgents(value)
   return (agents.find((a) => a.default) ?? agents[0]!).id
 }
 
@@ -120,10 +113,10 @@ async function addCommand(kind: DefinitionKind, argv: string[], io: CommandIO): 
   const v = parsed.values as Record<string, string | boolean | undefined> & { config: string; out: string; state?: string }
   const read = readConfig(name, v.config, io)
   if (!read) return EXIT.refused
-  const agentId = typeof v.agent === 'string' ? v.agent : defaultAgent(read.text)
+  const agentId = typeof v.agent === 'string' ? v.agent : defaultAgent(read.value)
   const definition = definitionFromFlags(kind, v)
   const label = kind === 'trigger' ? 'Trigger' : 'Task'
-  const existing = listAgents(read.text).find((a) => a.id === agentId)?.[kind === 'trigger' ? 'triggers' : 'tasks'].find((d) => d.id === definitionId(kind, agentId, String(definition.name)))
+  const existing = listAgents(read.value).find((a) => a.id === agentId)?.[kind === 'trigger' ? 'triggers' : 'tasks'].find((d) => d.id === definitionId(kind, agentId, String(definition.name)))
   if (existing && v.replace !== true) {
     io.stderr(`hookgate ${name}: agent "${agentId}" already has a ${label} named "${String(existing.name)}"; add --replace to change it\n`)
     return EXIT.refused
@@ -136,7 +129,7 @@ async function addCommand(kind: DefinitionKind, argv: string[], io: CommandIO): 
   for (const w of result.warnings) io.stderr(formatText(w) + '\n')
   if (result.tokenGenerated) io.stderr(`generated a hook token into ${displayPath(result.tokenGenerated)} (mode 0600); hooks.token now reads it\n`)
   if (kind === 'trigger') {
-    const endpoint = endpointOf(readFileSync(file.file, 'utf8'), String(definition.path), { stateDir })
+    const endpoint = endpointsOf(configValue(readFileSync(file.file, 'utf8')) ?? {}, { stateDir })(String(definition.path))
     io.stdout(`${endpoint.url}\n${endpoint.curl}\n`)
   } else {
     const next = nextFirings(definition)
@@ -156,7 +149,7 @@ async function removeCommand(kind: DefinitionKind, argv: string[], io: CommandIO
   const v = parsed.values as Record<string, string | boolean | undefined> & { config: string; out: string; state?: string }
   const read = readConfig(name, v.config, io)
   if (!read) return EXIT.refused
-  const agentId = typeof v.agent === 'string' ? v.agent : defaultAgent(read.text)
+  const agentId = typeof v.agent === 'string' ? v.agent : defaultAgent(read.value)
   const file = new ConfigFile(v.config, v.out, stateDirOf(v.config, read.value, v.state))
   const result = await file.save({ kind, agentId, original: parsed.positionals[0]!, definition: null }, undefined)
   if (!result.ok) return refused(name, result, io)
@@ -181,16 +174,17 @@ async function listCommand(kind: DefinitionKind, argv: string[], io: CommandIO):
   if (!read) return EXIT.refused
   const stateDir = stateDirOf(v.config, read.value, v.state)
   const last = existsSync(stateDir) ? new History(stateDir).lastRuns() : new Map()
-  const agents = listAgents(read.text).filter((a) => !v.agent || a.id === v.agent)
+  const agents = listAgents(read.value).filter((a) => !v.agent || a.id === v.agent)
   if (v.agent && agents.length === 0) {
     io.stderr(`hookgate ${name}: no agent "${v.agent}" in ${v.config}\n`)
     return EXIT.refused
   }
+  const endpoint = endpointsOf(read.value, { stateDir })
   const rows: Array<Record<string, any>> = agents.flatMap((a) => (kind === 'trigger' ? a.triggers : a.tasks).map((d) => ({
     agentId: a.id,
     ...d,
     enabled: d.enabled !== false,
-    ...(kind === 'trigger' ? { endpoint: endpointOf(read.text, String(d.path ?? ''), { stateDir }).url } : { next: d.enabled === false ? [] : nextFirings(d) }),
+    ...(kind === 'trigger' ? { endpoint: endpoint(String(d.path ?? '')).url } : { next: d.enabled === false ? [] : nextFirings(d) }),
     lastRun: last.get(String(d.id)) ?? null,
   })))
   if (v.json) {

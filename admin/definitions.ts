@@ -155,11 +155,16 @@ export interface AgentView {
   tasks: Definition[]
 }
 
-/** The agents with their definitions as the file has them (tolerant of a file that does not compile). */
-export function listAgents(text: string): AgentView[] {
+/** hooks.yaml as plain data, or undefined when it is not valid YAML (an empty file is {}). */
+export function configValue(text: string): Record<string, any> | undefined {
   const doc = parseDocument(text)
-  if (doc.errors.length > 0) return []
-  const value = doc.toJS({ maxAliasCount: 1000 }) as { agents?: unknown } | null
+  if (doc.errors.length > 0) return undefined
+  return (doc.toJS({ maxAliasCount: 1000 }) ?? {}) as Record<string, any>
+}
+
+/** The agents with their definitions as the file has them (tolerant of a file that does not compile); none for a file that is not YAML. */
+export function listAgents(value: Record<string, any> | undefined): AgentView[] {
+  if (value === undefined) return []
   const agents = Array.isArray(value?.agents) ? value!.agents : []
   const views: AgentView[] = []
   for (const raw of agents) {

@@ -1,10 +1,15 @@
-// Where a Trigger answers: the URL an outside system posts to, and a ready-to-copy curl line that
-// reads the hook token from where it is kept (the variable or file hooks.token names), so neither
-// the page nor the command line ever shows the token itself.
+// Where things are, as hooks.yaml (already parsed) says: the state directory, this hookgate's own
+// address and base path, and where a Trigger answers — the URL an outside system posts to, and a
+// ready-to-copy curl line that reads the hook token from where it is kept (the variable or file
+// hooks.token names), so neither the page nor the command line ever shows the token itself.
+// The Gmail helper finds /hooks/gmail the same way.
 import { readFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
-import { parseDocument } from 'yaml'
+import { dirname, join, relative, resolve } from 'node:path'
 import { ADDRESS_FILE } from '../runtime/service.js'
+
+/** hooks.yaml as plain data (what yaml's toJS gives; {} for an empty file). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ConfigValue = Record<string, any>
 
 export interface EndpointBase {
   stateDir: string
@@ -14,10 +19,17 @@ export interface EndpointBase {
 
 export interface Endpoint { url: string; curl: string }
 
-export function endpointOf(text: string, triggerPath: string, where: EndpointBase): Endpoint {
-  const base = where.publicUrl?.replace(/\/+$/, '') ?? runtimeAddress(where.stateDir)?.url ?? defaultRuntimeUrl(text)
-  const url = `${base}${basePathOf(text)}/${triggerPath.replace(/^\/+|\/+$/g, '')}`
-  return { url, curl: `curl -X POST '${url}' -H 'Content-Type: application/json' -H "Authorization: Bearer ${tokenExpression(text, where.stateDir)}" -d '{"hello":"world"}'` }
+/**
+ * The endpoint of each Trigger path of one config: the base URL, base path and token expression
+ * are worked out once (the runtime's address file read once), however many paths are asked for.
+ */
+export function endpointsOf(value: ConfigValue, where: EndpointBase): (triggerPath: string) => Endpoint {
+  const base = (where.publicUrl?.replace(/\/+$/, '') ?? runtimeAddress(where.stateDir)?.url ?? localRuntimeUrl(value)) + basePathOf(value)
+  const token = tokenExpression(value, where.stateDir)
+  return (triggerPath) => {
+    const url = `${base}/${triggerPath.replace(/^\/+|\/+$/g, '')}`
+    return { url, curl: `curl -X POST '${url}' -H 'Content-Type: application/json' -H "Authorization: Bearer ${token}" -d '{"hello":"world"}'` }
+  }
 }
 
 /** Where the runtime owning the state directory listens (it writes <state>/address.json while it runs). */
@@ -31,15 +43,29 @@ export function runtimeAddress(stateDir: string): { url: string; basePath: strin
 }
 
 /** hooks.path as the compiler normalises it (default /hooks). */
-export function basePathOf(text: string): string {
-  const raw = config(text)?.hooks?.path
+export function basePathOf(value: ConfigValue): string {
+  const raw = value.hooks?.path
   const p = typeof raw === 'string' && raw.trim() !== '' ? raw.trim() : '/hooks'
   return ('/' + p.replace(/^\/+|\/+$/g, '')).replace(/\/{2,}/g, '/')
 }
 
+/** This hookgate as reached from its own host: server.host (a wildcard bind as 127.0.0.1) and server.port (default 8787). */
+export function localRuntimeUrl(value: ConfigValue): string {
+  const server = value.server ?? {}
+  const host = typeof server.host === 'string' && server.host !== '0.0.0.0' && server.host !== '::' ? server.host : '127.0.0.1'
+  const port = Number.isInteger(server.port) && server.port > 0 ? server.port : 8787
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+}
+
+/** --state, else server.stateDir, else .hookgate, beside the config (as `hookgate serve` finds it from the bundle). */
+export function stateDirOf(configFile: string, value: ConfigValue, flag: string | undefined): string {
+  if (flag) return resolve(flag)
+  return resolve(dirname(resolve(configFile)), typeof value.server?.stateDir === 'string' ? value.server.stateDir : '.hookgate')
+}
+
 /** A shell expression for the hook token: `$HOOKGATE_TOKEN`, `$(cat .hookgate/token)`. */
-function tokenExpression(text: string, stateDir: string): string {
-  const ref = config(text)?.hooks?.token
+function tokenExpression(value: ConfigValue, stateDir: string): string {
+  const ref = value.hooks?.token
   if (typeof ref === 'string') {
     const m = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(ref.trim())
     return m ? `$${m[1]}` : '<the hook token written in hooks.yaml>'
@@ -47,19 +73,6 @@ function tokenExpression(text: string, stateDir: string): string {
   if (typeof ref?.env === 'string') return `$${ref.env}`
   if (typeof ref?.file === 'string') return `$(cat ${ref.file})`
   return `$(cat ${displayPath(join(stateDir, 'token'))})`
-}
-
-function defaultRuntimeUrl(text: string): string {
-  const server = config(text)?.server ?? {}
-  const host = typeof server.host === 'string' ? server.host : '127.0.0.1'
-  const port = Number.isInteger(server.port) && server.port > 0 ? server.port : 8787
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-function config(text: string): any {
-  const doc = parseDocument(text)
-  return doc.errors.length > 0 ? undefined : doc.toJS()
 }
 
 /** Relative to the working directory when under it. */

@@ -22,7 +22,6 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { parseDocument } from 'yaml'
 import { compileSource } from '../compiler/index.js'
 import { writeBundle } from '../compiler/emit.js'
 import { compileCron, compileEvery } from '../compiler/cron.js'
@@ -30,8 +29,8 @@ import { slotClock } from '../runtime/scheduler/cron.js'
 import { AuthLimiter, presentedToken, tokenMatches } from '../runtime/http/auth.js'
 import { loadBundle } from '../runtime/bundle.js'
 import { dryRun } from '../runtime/try.js'
-import { basePathOf, displayPath, endpointOf, runtimeAddress } from './endpoints.js'
-import { applyEdit, cleanDefinition, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
+import { basePathOf, displayPath, endpointsOf, runtimeAddress } from './endpoints.js'
+import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
 import { ConfigFile, splitFindings } from './config-file.js'
 import { History } from './history.js'
 import { YamlEditError } from './yaml-edit.js'
@@ -180,8 +179,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       if (!result.ok) return send(res, result.status, { ok: false, code: result.code, error: result.error, ...(result.hash ? { hash: result.hash } : {}), ...(result.findings ? { findings: result.findings } : {}) })
       log(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${method === 'POST' ? 'created' : method === 'PUT' ? 'saved' : 'deleted'} a ${kind}`, agent: agentId, name: definition?.name ?? name, bundle: result.bundleHash }))
       const runtime = await waitForRuntime(result.bundleHash)
-      const text = config.read().text
-      const endpoint = kind === 'trigger' && definition ? endpointOf(text, String(definition.path ?? ''), where) : undefined
+      const endpoint = kind === 'trigger' && definition ? endpointsOf(configValue(config.read().text) ?? {}, where)(String(definition.path ?? '')) : undefined
       return send(res, method === 'POST' ? 201 : 200, {
         ok: true,
         hash: result.hash,
@@ -203,15 +201,17 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   async function overview(): Promise<Record<string, unknown>> {
     const { text, hash } = config.read()
     const outcome = await compileSource(text, config.file, { outDir: options.outDir, check: true })
-    const value = (parseDocument(text).toJS() ?? {}) as Record<string, any>
+    const parsed = configValue(text)
+    const value = parsed ?? {}
     const last = history.lastRuns()
-    const agents = listAgents(text).map((a) => ({
+    const endpoint = endpointsOf(value, where)
+    const agents = listAgents(parsed).map((a) => ({
       ...a,
-      triggers: a.triggers.map((t) => ({ ...t, enabled: t.enabled !== false, lastRun: last.get(String(t.id)) ?? null, endpoint: endpointOf(text, String(t.path ?? ''), where) })),
+      triggers: a.triggers.map((t) => ({ ...t, enabled: t.enabled !== false, lastRun: last.get(String(t.id)) ?? null, endpoint: endpoint(String(t.path ?? '')) })),
       tasks: a.tasks.map((t) => ({ ...t, enabled: t.enabled !== false, lastRun: last.get(String(t.id)) ?? null, next: t.enabled === false ? [] : nextFirings(t) })),
     }))
     return {
-      config: { file: displayPath(config.file), hash, enabled: value.hooks?.enabled === true, basePath: basePathOf(text), tokenConfigured: value.hooks?.token !== undefined },
+      config: { file: displayPath(config.file), hash, enabled: value.hooks?.enabled === true, basePath: basePathOf(value), tokenConfigured: value.hooks?.token !== undefined },
       diagnostics: outcome.diagnostics,
       agents,
       workflows: (Array.isArray(value.workflows) ? value.workflows : []).filter((w: any) => typeof w?.id === 'string').map((w: any) => ({ id: w.id, ...(typeof w.description === 'string' ? { description: w.description } : {}) })),
@@ -225,7 +225,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     const edit = editFrom(body)
     const result = await config.check(edit)
     const out: Record<string, unknown> = { ok: result.outcome.ok, findings: result.findings }
-    if (edit.kind === 'trigger' && edit.definition) out.endpoint = endpointOf(config.read().text, String(edit.definition.path ?? ''), where)
+    if (edit.kind === 'trigger' && edit.definition) out.endpoint = endpointsOf(configValue(config.read().text) ?? {}, where)(String(edit.definition.path ?? ''))
     if (edit.kind === 'trigger' && edit.definition) out.id = definitionId('trigger', edit.agentId, String(edit.definition.name ?? ''))
     if (edit.kind === 'task' && edit.definition) out.next = nextFirings(edit.definition)
     return out

@@ -4,8 +4,9 @@
 // plane, so an admin token equal to the hook token is refused at start.
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
-import { isAbsolute, join, resolve } from 'node:path'
-import { GENERATED_TOKEN_FILE, generatedSecret } from '../runtime/secrets.js'
+import { join } from 'node:path'
+import { GENERATED_TOKEN_FILE, generatedSecret, resolveSecretValue } from '../runtime/secrets.js'
+import type { SecretSpec } from '../runtime/bundle-format.js'
 import { tokenDigest } from '../runtime/http/auth.js'
 
 export const ADMIN_TOKEN_ENV = 'HOOKGATE_ADMIN_TOKEN'
@@ -34,24 +35,36 @@ export function adminToken(stateDir: string, env: NodeJS.ProcessEnv = process.en
   return { digest: tokenDigest(value), describe: file, ...(generated ? { generated: value } : {}) }
 }
 
-/** The hook token hooks.token names, when it can be read here (a generated one that does not exist yet cannot clash). */
-export function hookTokenValue(ref: unknown, configDir: string, stateDir: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+/**
+ * A secret reference as hooks.yaml writes it (`${ENV}`, { env }, { file }, { generate: true }, or
+ * a literal string) in the runtime's own terms, so that it is read as the runtime reads it.
+ */
+export function secretSpecOf(ref: unknown): SecretSpec | undefined {
   if (typeof ref === 'string') {
     const m = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(ref.trim())
-    return m ? env[m[1]!] : ref
+    return m ? { kind: 'env', name: m[1]! } : { kind: 'value', value: ref }
   }
   if (typeof ref !== 'object' || ref === null) return undefined
   const r = ref as { env?: unknown; file?: unknown; generate?: unknown }
-  const read = (path: string) => {
-    try { return readFileSync(path, 'utf8').trim() } catch { return undefined }
-  }
-  if (typeof r.env === 'string') return env[r.env]
-  if (typeof r.file === 'string') return read(isAbsolute(r.file) ? r.file : resolve(configDir, r.file))
-  if (r.generate === true) {
-    const file = join(stateDir, GENERATED_TOKEN_FILE)
-    return existsSync(file) ? read(file) : undefined
-  }
+  if (typeof r.env === 'string') return { kind: 'env', name: r.env }
+  if (typeof r.file === 'string') return { kind: 'file', path: r.file }
+  if (r.generate === true) return { kind: 'generate' }
   return undefined
+}
+
+/** The hook token hooks.token names, when it can be read here (a generated one that does not exist yet cannot clash). */
+export function hookTokenValue(ref: unknown, configDir: string, stateDir: string): string | undefined {
+  const spec = secretSpecOf(ref)
+  if (spec === undefined) return undefined
+  if (spec.kind === 'generate') {
+    const file = join(stateDir, GENERATED_TOKEN_FILE)
+    return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined
+  }
+  try {
+    return resolveSecretValue(spec, configDir)
+  } catch {
+    return undefined
+  }
 }
 
 export function sameToken(digest: Buffer, value: string | undefined): boolean {

@@ -3,9 +3,11 @@
 // and the helper's own files in <state>/gmail. The helper is not the runtime: it reads the config
 // itself and reaches the runtime only over HTTP (the hook URL).
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs'
-import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
-import { hookTokenValue } from '../admin/tokens.js'
+import { hookTokenValue, secretSpecOf } from '../admin/tokens.js'
+import { resolveSecretValue } from '../runtime/secrets.js'
+import { basePathOf, localRuntimeUrl, stateDirOf } from '../admin/endpoints.js'
 
 export const DEFAULTS = {
   topic: 'hookgate-gmail',
@@ -71,7 +73,7 @@ export function loadHelperConfig(file: string, stateFlag?: string): HelperConfig
   if (doc.errors.length > 0) throw new HelperConfigError(`${file} is not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}`)
   const value = (doc.toJS() ?? {}) as Record<string, any>
   const dir = dirname(abs)
-  const stateDir = stateFlag ? resolve(stateFlag) : resolve(dir, typeof value.server?.stateDir === 'string' ? value.server.stateDir : '.hookgate')
+  const stateDir = stateDirOf(abs, value, stateFlag)
   const g = (value.hooks?.gmail ?? {}) as Record<string, any>
   const labels = Array.isArray(g.labels) ? g.labels.map(String) : typeof g.label === 'string' ? [g.label] : [...DEFAULTS.labels]
   const gmail: GmailSettings = {
@@ -97,36 +99,19 @@ export function loadHelperConfig(file: string, stateFlag?: string): HelperConfig
   return { file: abs, dir, text, value, stateDir, helperDir: join(stateDir, 'gmail'), gmail, configured: value.hooks?.gmail !== undefined }
 }
 
-/** This hookgate's /hooks/gmail from server.host, server.port and hooks.path. */
+/** This hookgate's /hooks/gmail, found as the operator page finds a Trigger's endpoint. */
 export function defaultHookUrl(value: Record<string, any>): string {
-  const host = typeof value.server?.host === 'string' && value.server.host !== '0.0.0.0' && value.server.host !== '::' ? value.server.host : '127.0.0.1'
-  const port = Number.isInteger(value.server?.port) && value.server.port > 0 ? value.server.port : 8787
-  const base = typeof value.hooks?.path === 'string' ? '/' + value.hooks.path.replace(/^\/+|\/+$/g, '') : '/hooks'
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}${base}/gmail`
+  return `${localRuntimeUrl(value)}${basePathOf(value)}/gmail`
 }
 
 /** The text a reference points at (a key file's JSON, a token); errors name the reference, never a value. */
 export function readRef(ref: Ref, configDir: string, what: string): string {
-  if (typeof ref === 'string') {
-    const m = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(ref.trim())
-    if (!m) throw new HelperConfigError(`${what} must be a reference (\${ENV}, { env } or { file }), never the secret itself`)
-    const v = process.env[m[1]!]
-    if (v === undefined || v.trim() === '') throw new HelperConfigError(`${what}: \${${m[1]}} is not set in the environment`)
-    return v.trim()
-  }
-  if ('env' in ref) {
-    const v = process.env[ref.env]
-    if (v === undefined || v.trim() === '') throw new HelperConfigError(`${what}: the environment variable ${ref.env} is not set`)
-    return v.trim()
-  }
-  const path = isAbsolute(ref.file) ? ref.file : resolve(configDir, ref.file)
+  const spec = secretSpecOf(ref)
+  if (spec === undefined || spec.kind === 'value' || spec.kind === 'generate') throw new HelperConfigError(`${what} must be a reference (\${ENV}, { env } or { file }), never the secret itself`)
   try {
-    const text = readFileSync(path, 'utf8').trim()
-    if (text === '') throw new HelperConfigError(`${what}: ${ref.file} is empty`)
-    return text
+    return resolveSecretValue(spec, configDir)
   } catch (err) {
-    if (err instanceof HelperConfigError) throw err
-    throw new HelperConfigError(`${what}: cannot read ${ref.file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`)
+    throw new HelperConfigError(`${what}: ${(err as Error).message}`)
   }
 }
 
