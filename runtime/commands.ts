@@ -34,6 +34,26 @@ export interface CommandSpec {
   notes?: readonly string[]
 }
 
+/** The flags of every command that edits hooks.yaml and recompiles it (trigger|task add|rm). */
+const AGENT_FLAG: FlagSpec = { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' }
+const EDIT_FLAGS: readonly FlagSpec[] = [
+  { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
+  { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
+  { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
+]
+/** trigger list and task list */
+const LIST_FLAGS: readonly FlagSpec[] = [
+  { name: 'agent', value: 'ID', description: 'only this agent\'s' },
+  { name: 'json', description: 'print them as a JSON array on stdout' },
+  { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to read' },
+  { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each last run (default: server.stateDir, else .hookgate beside the config)' },
+]
+/** webhooks gmail login|setup|run */
+const GMAIL_FLAGS: readonly FlagSpec[] = [
+  { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config holding hooks.gmail' },
+  { name: 'state', value: 'DIR', description: 'the state directory; the helper keeps its cursor, refresh token and push token in <state>/gmail (default: server.stateDir, else .hookgate beside the config)' },
+]
+
 export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'compile',
@@ -187,7 +207,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'add (or with --replace, change) a Webhook Trigger under an agent in hooks.yaml, then recompile',
     side: 'admin',
     flags: [
-      { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' },
+      AGENT_FLAG,
       { name: 'name', value: 'NAME', required: true, description: 'Name: the human label; the Trigger\'s id is made from it' },
       { name: 'path', value: 'PATH', required: true, description: 'Path: the endpoint under the base path, e.g. deploys' },
       { name: 'target', value: 'agent|workflow|wake', required: true, description: 'Run target: Agent prompt, Workflow / graph, or Heartbeat wake' },
@@ -201,9 +221,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'notify', value: 'silent|done|state', description: 'Notify policy of the run history (default done)' },
       { name: 'disabled', description: 'write it disabled: kept in the file, not served' },
       { name: 'replace', description: 'replace the Trigger of that name instead of refusing' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
-      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
-      { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
+      ...EDIT_FLAGS,
     ],
     notes: [
       'the edit is compiled before anything is written: a config error prints file:line:col findings and changes nothing (exit 1);',
@@ -217,10 +235,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'list the Webhook Triggers in hooks.yaml with their endpoint and last run',
     side: 'admin',
     flags: [
-      { name: 'agent', value: 'ID', description: 'only this agent\'s' },
-      { name: 'json', description: 'print them as a JSON array on stdout' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to read' },
-      { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each last run (default: server.stateDir, else .hookgate beside the config)' },
+      ...LIST_FLAGS,
     ],
   },
   {
@@ -229,10 +244,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'remove a Webhook Trigger from hooks.yaml, then recompile',
     side: 'admin',
     flags: [
-      { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
-      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
-      { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
+      AGENT_FLAG,
+      ...EDIT_FLAGS,
     ],
   },
   {
@@ -241,7 +254,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'add (or with --replace, change) a scheduled Task under an agent in hooks.yaml, then recompile',
     side: 'admin',
     flags: [
-      { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' },
+      AGENT_FLAG,
       { name: 'name', value: 'NAME', required: true, description: 'the Task\'s name; its id is made from it' },
       { name: 'schedule', value: 'CRON', description: 'a five-field cron expression or @hourly, @daily, @weekly, @monthly, @yearly' },
       { name: 'every', value: 'INTERVAL', description: 'a fixed interval instead of --schedule, e.g. 90s, 15m, 2h, 1d' },
@@ -254,9 +267,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'notify', value: 'silent|done|state', description: 'Notify policy of the run history (default done)' },
       { name: 'disabled', description: 'write it disabled: kept in the file, not scheduled' },
       { name: 'replace', description: 'replace the Task of that name instead of refusing' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
-      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
-      { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
+      ...EDIT_FLAGS,
     ],
     notes: [
       'prints the next five firing times. Exit 0 saved, 1 refused (config error, name taken), 2 usage error',
@@ -268,10 +279,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'list the scheduled Tasks in hooks.yaml with their next firing and last run',
     side: 'admin',
     flags: [
-      { name: 'agent', value: 'ID', description: 'only this agent\'s' },
-      { name: 'json', description: 'print them as a JSON array on stdout' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to read' },
-      { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each last run (default: server.stateDir, else .hookgate beside the config)' },
+      ...LIST_FLAGS,
     ],
   },
   {
@@ -280,10 +288,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'remove a scheduled Task from hooks.yaml, then recompile',
     side: 'admin',
     flags: [
-      { name: 'agent', value: 'ID', description: 'the agent (default: the default agent)' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config to edit' },
-      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written (the folder `hookgate serve --bundle` reads)' },
-      { name: 'state', value: 'DIR', description: 'the state directory: where a generated hook token is saved (default: server.stateDir, else .hookgate beside the config)' },
+      AGENT_FLAG,
+      ...EDIT_FLAGS,
     ],
   },
   {
@@ -308,8 +314,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     flags: [
       { name: 'client', value: 'FILE', required: true, description: 'the OAuth client file (Google Cloud console: APIs & Services → Credentials → OAuth client ID, type Desktop app → Download JSON)' },
       { name: 'account', value: 'EMAIL', description: 'the mailbox to sign in as (default: hooks.gmail.account)' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config holding hooks.gmail' },
-      { name: 'state', value: 'DIR', description: 'the state directory; the helper keeps its cursor, refresh token and push token in <state>/gmail (default: server.stateDir, else .hookgate beside the config)' },
+      ...GMAIL_FLAGS,
       { name: 'timeout-seconds', value: 'N', default: '300', description: 'how long to wait for the browser' },
     ],
     notes: [
@@ -342,8 +347,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'subject', value: 'EMAIL', description: 'with --gmail-key: the mailbox it acts as (default: --account)' },
       { name: 'oidc-service-account', value: 'EMAIL', description: 'have Pub/Sub sign each push as this service account, and run check it' },
       { name: 'oidc-audience', value: 'URL', description: 'the audience of those tokens (default: --push-endpoint)' },
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config holding hooks.gmail' },
-      { name: 'state', value: 'DIR', description: 'the state directory; the helper keeps its cursor, refresh token and push token in <state>/gmail (default: server.stateDir, else .hookgate beside the config)' },
+      ...GMAIL_FLAGS,
       { name: 'dry-run', description: 'print the plan and call nothing, write nothing' },
     ],
     notes: [
@@ -357,8 +361,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'run the Gmail helper: receive Pub/Sub pushes, fetch the new mail, post it to /hooks/gmail, renew the watch',
     side: 'gmail',
     flags: [
-      { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config holding hooks.gmail' },
-      { name: 'state', value: 'DIR', description: 'the state directory; the helper keeps its cursor, refresh token and push token in <state>/gmail (default: server.stateDir, else .hookgate beside the config)' },
+      ...GMAIL_FLAGS,
     ],
     notes: [
       'the receiver listens on hooks.gmail.receiver (default 127.0.0.1:8788, path /gmail-pubsub) and answers GET /healthz;',
