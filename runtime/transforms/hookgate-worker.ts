@@ -50,7 +50,18 @@ function outputProblem(value: unknown): string | undefined {
   return undefined
 }
 
-port.on('message', async (call: Call) => {
+// One call at a time, in the order posted: the pool posts several at once, in one message (one
+// wake-up of this thread for a few calls), and counts on the first unanswered call being the one running.
+const queue: Call[] = []
+let running = false
+
+async function runQueued(): Promise<void> {
+  running = true
+  for (let call = queue.shift(); call !== undefined; call = queue.shift()) await answer(call)
+  running = false
+}
+
+async function answer(call: Call): Promise<void> {
   const fn = hasOwn(transforms, call.routeId) ? transforms[call.routeId] : undefined
   try {
     if (typeof fn !== 'function') throw new Error(`no transform for mapping ${call.routeId}`)
@@ -63,5 +74,10 @@ port.on('message', async (call: Call) => {
     try { error = err instanceof Error ? err.message : String(err) } catch { /* a thrown value that cannot even be shown */ }
     post({ id: call.id, ok: false, error })
   }
+}
+
+port.on('message', (calls: Call[]) => {
+  for (const call of calls) queue.push(call)
+  if (!running) void runQueued()
 })
 post({ ready: true })

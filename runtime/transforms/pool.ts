@@ -2,8 +2,15 @@
 // transform module it serves (transform code never runs on the main thread), gets an empty
 // environment plus the names its mappings list, and a heap limit. A transform that does not answer
 // in time has its worker terminated (stopping even a synchronous endless loop) and a fresh worker
-// takes its place. One call per worker at a time, and every event of a worker concerns only the
-// call that worker was running: a worker that died or was terminated never touches another call.
+// takes its place.
+//
+// A worker runs its calls one at a time, in the order they were posted, but up to PIPELINE_DEPTH
+// of them are posted to it at once: handing a call to a thread and its answer back costs a wake-up
+// of that thread each way, and with a short queue on the worker one wake-up carries several calls
+// and several answers (under load the round trips were most of the transform path's cost). Because
+// the worker runs them in order, the first call posted is the one running and the ones behind it
+// have not started: a call's deadline starts when the call before it answers, and when a worker
+// dies or is terminated only the running call fails; the ones behind it go to a fresh worker.
 import { realpathSync } from 'node:fs'
 import { Fifo } from '../fifo.js'
 import { dirname, extname, join } from 'node:path'
@@ -22,6 +29,9 @@ export class TransformFailed extends Error {
 /** How long a worker may take to import its transform module (its top-level code) before it is given up. */
 export const DEFAULT_START_DEADLINE_MS = 10_000
 
+/** The most calls posted to one worker at once (the one it runs and those queued behind it). */
+export const PIPELINE_DEPTH = 8
+
 /**
  * The worker module sits beside this one with the same extension: build/runtime/transforms/ in the
  * package (.js), or beside dist/hookgate-serve.mjs when the runtime was bundled into it (.mjs).
@@ -35,7 +45,7 @@ interface WorkerSpec {
   startDeadlineMs: number
 }
 
-interface Job { id: number; worker: Worker; resolve(v: unknown): void; reject(e: Error): void; timer: NodeJS.Timeout | undefined }
+interface Job { id: number; routeId: string; input: TransformInput; timeoutMs: number; resolve(v: unknown): void; reject(e: Error): void }
 
 interface Result { id?: number; ok?: boolean; value?: unknown; error?: string; invalid?: boolean; ready?: boolean }
 
@@ -44,8 +54,15 @@ class Slot {
   /** the worker's private port: calls and results go over it, never over parentPort */
   private port: MessagePort | undefined
   private ready: Promise<void> | undefined
-  private job: Job | undefined
-  busy = false
+  /** calls not yet posted (the worker is starting), in order */
+  private unsent: Job[] = []
+  /** calls posted to the worker, in order: the first is the one it is running */
+  private readonly posted = new Fifo<Job>()
+  /** the running call's deadline */
+  private timer: NodeJS.Timeout | undefined
+  /** calls given to this slot and not yet answered (the group balances on it) */
+  load = 0
+  private closed = false
 
   constructor(private readonly spec: WorkerSpec) {}
 
@@ -62,10 +79,11 @@ class Slot {
     this.worker = worker
     this.ready = new Promise<void>((ok, fail) => {
       let timer: NodeJS.Timeout | undefined
+      let loaded = false
       const gone = (reason: string) => {
         clearTimeout(timer)
-        fail(new TransformFailed(reason))
-        this.forget(worker, reason)
+        if (!loaded) fail(new TransformFailed(reason))
+        this.forget(worker, new TransformFailed(reason), loaded)
       }
       // The first message is the private port, posted before any transform code was imported;
       // anything a transform posts on parentPort later is ignored.
@@ -73,7 +91,7 @@ class Slot {
         if (!m?.port || this.worker !== worker) return
         this.port = m.port
         m.port.on('message', (r: Result) => {
-          if (r.ready) { clearTimeout(timer); ok(); return }
+          if (r.ready) { clearTimeout(timer); loaded = true; ok(); this.sendUnsent(); return }
           this.settle(worker, r)
         })
       })
@@ -90,60 +108,95 @@ class Slot {
     return this.ready
   }
 
-  /** The worker has ended (or was given up): drop it, and fail the call it was running, if any. */
-  private forget(worker: Worker, reason: string): void {
-    if (this.worker === worker) {
-      this.worker = undefined
-      this.port = undefined
-      this.ready = undefined
+  /** Runs one call on this slot's worker (started if need be), after the calls posted before it. */
+  call(id: number, routeId: string, input: TransformInput, timeoutMs: number): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.unsent.push({ id, routeId, input, timeoutMs, resolve, reject })
+      // Calls that arrive in the same turn of the event loop go over in one message.
+      if (this.port) { if (this.unsent.length === 1) setImmediate(this.sendUnsent) }
+      else this.started().catch(() => {})
+    })
+  }
+
+  /** Posts the calls waiting for the worker, in one message; the first one posted to an idle worker starts its deadline. */
+  private readonly sendUnsent = (): void => {
+    const port = this.port
+    if (!port || this.unsent.length === 0) return
+    let jobs = this.unsent
+    this.unsent = []
+    try {
+      port.postMessage(jobs.map((j) => ({ id: j.id, routeId: j.routeId, input: j.input })))
+    } catch {
+      // An input could not be copied to the worker: each call is tried on its own, so that only
+      // the one that cannot be copied fails.
+      jobs = jobs.filter((job) => {
+        try {
+          port.postMessage([{ id: job.id, routeId: job.routeId, input: job.input }])
+          return true
+        } catch {
+          job.reject(new TransformFailed('an input the transform worker cannot receive'))
+          return false
+        }
+      })
     }
-    const job = this.job
-    if (job && job.worker === worker) {
-      this.job = undefined
-      clearTimeout(job.timer)
-      job.reject(new TransformFailed(reason))
+    const idle = this.posted.length === 0
+    for (const job of jobs) this.posted.push(job)
+    if (idle && jobs.length > 0) this.arm(jobs[0]!)
+  }
+
+  private arm(job: Job): void {
+    clearTimeout(this.timer)
+    const worker = this.worker!
+    this.timer = setTimeout(() => {
+      if (this.posted.peek() !== job || this.worker !== worker) return
+      // Its late events (exit, a last message) are ignored: they name a worker no call runs on.
+      this.forget(worker, new TransformTimeout(`did not finish within ${job.timeoutMs} ms`))
+      void worker.terminate()
+    }, job.timeoutMs)
+  }
+
+  /**
+   * The worker has ended (or was given up): drop it and fail the call it was running, if any. The
+   * calls queued behind that one had not started: they go to a fresh worker. When the worker never
+   * loaded its module, nothing will: every call waiting for it fails.
+   */
+  private forget(worker: Worker, error: Error, loaded = true): void {
+    if (this.worker !== worker) return
+    this.worker = undefined
+    this.port = undefined
+    this.ready = undefined
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.posted.shift()?.reject(error)
+    const behind: Job[] = []
+    for (let job = this.posted.shift(); job; job = this.posted.shift()) behind.push(job)
+    this.unsent = behind.concat(this.unsent)
+    if (this.unsent.length === 0) return
+    if (!loaded || this.closed) {
+      // the module did not load (nothing waiting can run), or the pool closed
+      const failed = this.unsent
+      this.unsent = []
+      for (const job of failed) job.reject(error)
+      return
     }
+    this.started().catch(() => {})
   }
 
   private settle(worker: Worker, r: Result): void {
-    const job = this.job
-    if (!job || job.worker !== worker || r.id !== job.id) return
-    this.job = undefined
-    clearTimeout(job.timer)
+    const job = this.posted.peek()
+    if (!job || this.worker !== worker || r.id !== job.id) return
+    this.posted.shift()
+    const next = this.posted.peek()
+    if (next) this.arm(next)
+    else { clearTimeout(this.timer); this.timer = undefined }
     if (r.ok) job.resolve(r.value)
     else job.reject(new TransformFailed(r.error ?? 'failed', r.invalid === true))
   }
 
-  async call(id: number, routeId: string, input: TransformInput, timeoutMs: number): Promise<unknown> {
-    await this.started()
-    const worker = this.worker
-    const port = this.port
-    if (!worker || !port) throw new TransformFailed('the transform worker stopped')
-    return new Promise((resolve, reject) => {
-      const job: Job = { id, worker, resolve, reject, timer: undefined }
-      this.job = job
-      try {
-        port.postMessage({ id, routeId, input })
-      } catch {
-        // The input could not be copied to the worker: this call ends here, and no timer is armed.
-        this.job = undefined
-        reject(new TransformFailed('an input the transform worker cannot receive'))
-        return
-      }
-      job.timer = setTimeout(() => {
-        if (this.job !== job) return
-        this.job = undefined
-        // Its late events (exit, a last message) are ignored: they name a worker no call runs on.
-        this.forget(worker, 'timed out')
-        void worker.terminate()
-        reject(new TransformTimeout(`did not finish within ${timeoutMs} ms`))
-      }, timeoutMs)
-    })
-  }
-
   stop(): Promise<number> | undefined {
+    this.closed = true
     const w = this.worker
-    if (w) this.forget(w, 'the transform pool closed')
+    if (w) this.forget(w, new TransformFailed('the transform pool closed'))
     return w?.terminate()
   }
 }
@@ -157,20 +210,26 @@ class Group {
     this.slots = Array.from({ length: Math.max(1, size) }, () => new Slot(spec))
   }
 
+  /** The least loaded slot, once one has room in its pipeline (an idle worker first). */
   async acquire(): Promise<Slot> {
     for (;;) {
-      const free = this.slots.find((s) => !s.busy)
-      if (free) {
-        free.busy = true
-        return free
+      let best: Slot | undefined
+      for (const s of this.slots) if (s.load < PIPELINE_DEPTH && (best === undefined || s.load < best.load)) best = s
+      if (best) {
+        best.load++
+        return best
       }
       await new Promise<void>((r) => this.waiting.push(r))
     }
   }
 
   release(slot: Slot): void {
-    slot.busy = false
+    slot.load--
     this.waiting.shift()?.()
+  }
+
+  get busy(): boolean {
+    return this.waiting.length > 0 || this.slots.some((s) => s.load > 0)
   }
 }
 
@@ -242,7 +301,7 @@ export class TransformPool {
 
   /** After a reload: let calls in flight on the old bundle finish, then stop the workers. */
   async closeWhenIdle(): Promise<void> {
-    const busy = () => [...this.groups.values()].some((g) => g.waiting.length > 0 || g.slots.some((s) => s.busy))
+    const busy = () => [...this.groups.values()].some((g) => g.busy)
     while (busy()) await new Promise((r) => setTimeout(r, 50).unref())
     await this.close()
   }

@@ -16,8 +16,13 @@ fifo('gives items back in the order they came, interleaved with pushes, and unde
     q.push(next++)
     out.push(q.shift()!)
   }
-  while (q.length > 0) out.push(q.shift()!)
+  while (q.length > 0) {
+    const first = q.peek()
+    assert.is(q.shift(), first, 'peek shows the item shift takes')
+    out.push(first!)
+  }
   assert.equal(out, Array.from({ length: next }, (_, i) => i))
+  assert.is(q.peek(), undefined)
   assert.is(q.shift(), undefined)
   assert.is(q.length, 0)
 })

@@ -1,6 +1,9 @@
 // Transforms through the real server, as a hostile or careless transform would behave: what it can
 // read (process.env, secret headers), what it can cost (memory, a huge answer, a worker stuck in a
 // native call), and where its code runs (never on the server's main thread).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { assertError, assertOk, post, rowOf, serve, setTestToken, type Harness } from './harness.js'
@@ -11,6 +14,9 @@ const AGENT_KEYS = ['ok', 'action', 'runId', 'correlationId', 'sessionKey']
 // Set before the server starts: the workers copy the listed names when they start.
 process.env.SHOP_DOMAIN = 'shop.example'
 process.env.PROVIDER_API_KEY = 'sk-never-for-transforms'
+// where the tally transform writes down each call it runs (the pipeline test counts them)
+const TALLY_DIR = mkdtempSync(join(tmpdir(), 'hookgate-tally-'))
+process.env.TALLY_FILE = join(TALLY_DIR, 'calls')
 
 const CONFIG = `
 server:
@@ -55,6 +61,21 @@ hooks:
       action: agent
       messageTemplate: slow
       transform: { module: probe.mjs, export: slow, timeoutMs: 5000 }
+    - id: tally
+      match: { path: tally }
+      action: agent
+      messageTemplate: tally
+      transform: { module: tally.mjs, env: [TALLY_FILE], timeoutMs: 400 }
+`
+
+// Each call writes its number down before it answers; "spin" never answers (a synchronous loop).
+const TALLY = `
+import { appendFileSync } from 'node:fs'
+export default function tally({ payload }) {
+  appendFileSync(process.env.TALLY_FILE, payload.n + '\\n')
+  if (payload.spin) for (;;) {}
+  return { name: 'call ' + payload.n }
+}
 `
 
 const PROBE = `
@@ -93,8 +114,11 @@ async function nameOf(h: Harness, path: string, headers: Record<string, string> 
 
 const isolation = suite<{ h: Harness }>('transforms are isolated from the server')
 
-isolation.before(async (ctx) => { ctx.h = await serve(CONFIG, { 'transforms/probe.mjs': PROBE }) })
-isolation.after(async (ctx) => { await ctx.h.close() })
+isolation.before(async (ctx) => { ctx.h = await serve(CONFIG, { 'transforms/probe.mjs': PROBE, 'transforms/tally.mjs': TALLY }) })
+isolation.after(async (ctx) => {
+  await ctx.h.close()
+  rmSync(TALLY_DIR, { recursive: true, force: true })
+})
 
 isolation('a transform reading process.env sees only the names its mapping lists, not the hook token or provider keys', async ({ h }) => {
   assert.equal(JSON.parse((await nameOf(h, '/hooks/env-listed'))!), [['SHOP_DOMAIN', 'shop.example']])
@@ -128,6 +152,21 @@ isolation('a worker timed out while blocked in a native call does not fail the n
   for (const r of timedOut) assertError(r, 500, 'transform_timeout')
   const next = await Promise.all([nameOf(h, '/hooks/slow'), nameOf(h, '/hooks/slow')])
   assert.equal(next, ['slow done', 'slow done'])
+})
+
+isolation('calls queued on a worker behind one that times out run once each, on a fresh worker; only the stuck one fails', async ({ h }) => {
+  // Several calls go to each worker at once and run there in order. Two calls that spin forever
+  // (one per worker, so both pipelines hold one) with 24 ordinary calls behind them: the spinning
+  // ones are 500 transform_timeout, every other call answers with its own result, and none ran twice.
+  const calls = Array.from({ length: 26 }, (_, n) => post(h.origin, '/hooks/tally', TOKEN, n < 2 ? { n, spin: true } : { n }))
+  const answers = await Promise.all(calls)
+  for (const r of answers.slice(0, 2)) assertError(r, 500, 'transform_timeout')
+  for (let n = 2; n < answers.length; n++) {
+    const body = assertOk(answers[n]!, 202, AGENT_KEYS)
+    assert.is(rowOf(h.stateDir, body.runId)?.name, `call ${n}`)
+  }
+  const ran = readFileSync(process.env.TALLY_FILE!, 'utf8').trim().split('\n').map(Number).sort((a, b) => a - b)
+  assert.equal(ran, Array.from({ length: 26 }, (_, n) => n), 'each call ran exactly once')
 })
 
 isolation('transform top-level code does not run on the main thread', async ({ h }) => {
