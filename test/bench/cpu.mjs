@@ -2,15 +2,15 @@
 // (CPU time the server's main thread and whole process used, from /proc utime+stime, over a fixed
 // number of requests), for comparing a change against the durable floor on a busy machine.
 //
-//   node test/bench/cpu.mjs [--path floor|wake|template|agent|auth] [--requests 60000] [--connections 50]
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+//   node test/bench/cpu.mjs [--path floor|bare401|wake|template|transform|agent|auth] [--requests 60000] [--connections 50]
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import autocannon from 'autocannon'
 import { BARE_SERVER, freePort, mainThreadCpuSeconds, procCpuSeconds, readCli, root, startServer, stopServer, requestBody, installExitHandlers } from './lib.mjs'
 
-const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|wake|template|agent|auth] [--requests N] [--connections N]'
+const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|bare401|wake|template|transform|agent|auth] [--requests N] [--connections N]'
 const { values, number } = readCli('cpu', USAGE, {
   path: { type: 'string', default: 'wake' },
   requests: { type: 'string', default: '60000' },
@@ -26,17 +26,26 @@ let server
 let path = '/hooks/wake'
 let body = requestBody()
 let hdrs = headers
-if (values.path === 'floor') {
+if (values.path === 'floor' || values.path === 'bare401') {
+  // the durable floor, or the bare server's refusal path (what the auth path is held against)
   const file = join(tmp, 'bare.mjs')
   writeFileSync(file, BARE_SERVER)
-  server = await startServer({ label: 'floor', args: [file], env: { BENCH_TOKEN: token, BENCH_DURABLE_FILE: join(tmp, 'runs.jsonl') }, stdout: 'pipe', readyPath: '/' })
+  const env = values.path === 'floor' ? { BENCH_TOKEN: token, BENCH_DURABLE_FILE: join(tmp, 'runs.jsonl') } : { BENCH_TOKEN: token, BENCH_REFUSE: '1' }
+  server = await startServer({ label: values.path, args: [file], env, stdout: 'pipe', readyPath: '/' })
   path = '/'
+  if (values.path === 'bare401') hdrs = { ...headers, authorization: 'Bearer wrong-token-wrong-token-wrong' }
 } else {
-  writeFileSync(join(tmp, 'hooks.yaml'), `server:\n  concurrency: 32\n  maxPendingRuns: 500000\nhooks:\n  enabled: true\n  token: \${HOOKGATE_TOKEN}\n  mappings:\n    - id: bench\n      match: { path: bench }\n      action: wake\n      textTemplate: "{{payload.text}} {{headers.x-source}} at {{now}}"\n`)
+  const transform = values.path === 'transform'
+  // the transform path: a wake whose small transform builds the text, in the worker pool
+  if (transform) {
+    mkdirSync(join(tmp, 'transforms'))
+    writeFileSync(join(tmp, 'transforms', 'xform.ts'), 'export default function xform({ payload, headers }: { payload: { text?: unknown }; headers: Record<string, string> }): { text: string } {\n  return { text: `${String(payload.text)} from ${headers[\'x-source\'] ?? \'unknown\'}` }\n}\n')
+  }
+  writeFileSync(join(tmp, 'hooks.yaml'), `server:\n  concurrency: 32\n  maxPendingRuns: 500000\nhooks:\n  enabled: true\n  token: \${HOOKGATE_TOKEN}\n${transform ? '  transformsDir: transforms\n' : ''}  mappings:\n    - id: bench\n      match: { path: bench }\n      action: wake\n      textTemplate: "{{payload.text}} {{headers.x-source}} at {{now}}"\n${transform ? '      transform: { module: xform.ts }\n' : ''}`)
   execFileSync(process.execPath, [join(root, 'bin/hookgate.js'), 'compile', join(tmp, 'hooks.yaml'), '--out', join(tmp, 'dist')], { stdio: 'ignore' })
   const port = await freePort()
   server = await startServer({ label: 'hookgate', args: [join(root, 'bin/hookgate.js'), 'serve', '--bundle', join(tmp, 'dist'), '--port', String(port), '--state', join(tmp, 'state')], env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz' })
-  if (values.path === 'template') path = '/hooks/bench'
+  if (values.path === 'template' || transform) path = '/hooks/bench'
   if (values.path === 'agent') { path = '/hooks/agent'; body = JSON.stringify({ message: 'summarise ' + 'x'.repeat(120), deliver: false, wakeMode: 'next-heartbeat' }) }
   if (values.path === 'auth') hdrs = { ...headers, authorization: 'Bearer wrong-token-wrong-token-wrong' }
 }

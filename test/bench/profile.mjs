@@ -1,6 +1,6 @@
 // Where the server's time goes on one path, run by hand (not part of `npm test`):
 //
-//   node test/bench/profile.mjs [--path wake|bench|agent|auth|bare] [--duration 5] [--connections 50] [--top 25] [--keep DIR] [--no-fsync]
+//   node test/bench/profile.mjs [--path wake|bench|agent|auth|bare|bare401|floor] [--duration 5] [--connections 50] [--top 25] [--keep DIR] [--no-fsync]
 //
 // Starts `hookgate serve` (or the bare node:http floor) under `node --cpu-prof` with a fresh state
 // dir, loads it with autocannon from this process for `--duration` seconds, stops it with SIGTERM
@@ -12,7 +12,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { BARE_SERVER, fail, fmtInt, freePort, installExitHandlers, load, readCli, root, run, startServer, stopServer } from './lib.mjs'
 
-const USAGE = 'usage: node test/bench/profile.mjs [--path wake|bench|agent|auth|bare] [--duration S] [--connections N] [--top N] [--keep DIR] [--no-fsync]'
+const USAGE = 'usage: node test/bench/profile.mjs [--path wake|bench|agent|auth|bare|bare401|floor] [--duration S] [--connections N] [--top N] [--keep DIR] [--no-fsync]'
 
 const { values, number, usageError } = readCli('profile', USAGE, {
   path: { type: 'string', default: 'wake' },
@@ -22,7 +22,8 @@ const { values, number, usageError } = readCli('profile', USAGE, {
   keep: { type: 'string' },
   'no-fsync': { type: 'boolean', default: false },
 })
-if (!['wake', 'bench', 'agent', 'bare', 'auth'].includes(values.path)) usageError(`--path takes wake, bench, agent, auth or bare, not "${values.path}"`)
+const BARE = ['bare', 'bare401', 'floor']
+if (!['wake', 'bench', 'agent', 'auth', ...BARE].includes(values.path)) usageError(`--path takes wake, bench, agent, auth, bare, bare401 or floor, not "${values.path}"`)
 const duration = number('duration', 1, 600)
 const connections = number('connections', 1, 1000)
 const top = number('top', 1, 500)
@@ -35,10 +36,14 @@ mkdirSync(profDir)
 const nodeProf = ['--cpu-prof', '--cpu-prof-dir', profDir]
 
 let server
-if (values.path === 'bare') {
+if (BARE.includes(values.path)) {
+  // bare: the non-durable server; bare401: its refusal path; floor: the durable floor (fdatasync'ed line)
   const file = join(tmp, 'bare-server.mjs')
   writeFileSync(file, BARE_SERVER)
-  server = await startServer({ label: 'bare', args: [...nodeProf, file], env: { BENCH_TOKEN: token }, stdout: 'pipe', readyPath: '/' })
+  const env = { BENCH_TOKEN: token }
+  if (values.path === 'bare401') env.BENCH_REFUSE = '1'
+  if (values.path === 'floor') env.BENCH_DURABLE_FILE = join(tmp, 'floor.jsonl')
+  server = await startServer({ label: values.path, args: [...nodeProf, file], env, stdout: 'pipe', readyPath: '/' })
 } else {
   const dir = join(tmp, 'project')
   mkdirSync(dir)
@@ -56,11 +61,11 @@ if (values.path === 'bare') {
   server = await startServer({ label: 'hookgate', args, env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz' })
 }
 
-const path = values.path === 'bare' ? '/' : values.path === 'auth' ? '/hooks/wake' : `/hooks/${values.path}`
+const path = BARE.includes(values.path) ? '/' : values.path === 'auth' ? '/hooks/wake' : `/hooks/${values.path}`
 const body = values.path === 'agent'
   ? JSON.stringify({ message: 'summarise the deploy of acme/web', deliver: false, wakeMode: 'next-heartbeat' })
   : JSON.stringify({ text: 'deploy of acme/web finished on web-1', event: 'deploy.finished', repository: 'acme/web', attempt: 1 })
-const headers = { authorization: `Bearer ${values.path === 'auth' ? 'wrong-' + token : token}`, 'content-type': 'application/json', 'x-source': 'bench' }
+const headers = { authorization: `Bearer ${values.path === 'auth' || values.path === 'bare401' ? 'wrong-' + token : token}`, 'content-type': 'application/json', 'x-source': 'bench' }
 process.stderr.write(`profiling ${path} (pid ${server.pid}): ${duration} s × ${connections} connections …\n`)
 const result = await load({ port: server.port, path, headers, body, connections, duration })
 await stopServer(server)
