@@ -126,10 +126,38 @@ function nestingBeyond(text: string, limit: number): boolean {
 }
 
 /** `{}` for an empty body; JSON for json, +json or no content type; an object of strings for forms; else 415. */
-export function parseBody(body: Buffer, contentType: string | undefined): unknown {
+/** The media type of a Content-Type header, lower case, without parameters. */
+function mediaType(contentType: string | undefined): string {
   // the common case first, without splitting or a regex
-  const type = contentType === 'application/json' ? contentType : (contentType ?? '').split(';')[0]!.trim().toLowerCase()
-  const json = type === 'application/json' || type === '' || /^[a-z0-9.+-]+\/[a-z0-9.+-]*\+json$/.test(type)
+  return contentType === 'application/json' ? contentType : (contentType ?? '').split(';')[0]!.trim().toLowerCase()
+}
+
+function isJsonType(type: string): boolean {
+  return type === 'application/json' || type === '' || /^[a-z0-9.+-]+\/[a-z0-9.+-]*\+json$/.test(type)
+}
+
+/**
+ * The JSON text of a body that parseBody parsed as JSON, as bytes on one line: without a byte order
+ * mark, and with CR and LF (in valid JSON only whitespace between tokens) as spaces. Undefined for
+ * a form body or a blank one. Only for a body parseBody accepted.
+ */
+export function jsonBodyText(body: Buffer, contentType: string | undefined): Buffer | undefined {
+  if (!isJsonType(mediaType(contentType))) return undefined
+  let text = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body
+  let copied = false
+  for (const c of [0x0a, 0x0d]) {
+    for (let at = text.indexOf(c); at !== -1; at = text.indexOf(c, at + 1)) {
+      if (!copied) { text = Buffer.from(text); copied = true }
+      text[at] = 0x20
+    }
+  }
+  for (const b of text) if (b !== 0x20 && b !== 0x09) return text
+  return undefined
+}
+
+export function parseBody(body: Buffer, contentType: string | undefined): unknown {
+  const type = mediaType(contentType)
+  const json = isJsonType(type)
   const form = !json && type === 'application/x-www-form-urlencoded'
   if (!json && !form) throw new HttpError(415, 'unsupported_media_type', `content type "${type}" is not accepted: send application/json or application/x-www-form-urlencoded`)
   if (!isUtf8(body)) throw new HttpError(400, 'invalid_utf8', 'the body is not valid UTF-8')

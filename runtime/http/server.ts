@@ -18,11 +18,14 @@ import { applyMapping, selectRoute, type TransformRunner } from '../mapping.js'
 import { isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
-import { parseBody, readBody } from './body.js'
+import { jsonBodyText, parseBody, readBody } from './body.js'
 import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 import type { RefusalRecorder } from '../store/rejects.js'
-import { boundJsonSize } from '../store/runs.js'
+import { boundJsonSize, rawJsonPayload } from '../store/runs.js'
+
+/** From this size on, a JSON body is stored as received (spliced into its run's line); smaller ones are serialised, which costs less than the bytes' copies. */
+const RAW_PAYLOAD_MIN_BYTES = 8 * 1024
 import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../service-metrics.js'
 
 /** Everything a request needs, swapped as one object on reload. */
@@ -296,7 +299,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
       }
     }
     try {
-      return await dispatch(req, res, serving, deps, name, payload, body.length, params, now, correlationId, source, { one: answer, many: answerMany }, notes)
+      return await dispatch(req, res, serving, deps, name, payload, body, params, now, correlationId, source, { one: answer, many: answerMany }, notes)
     } catch (err) {
       // A matching request that failed unexpectedly (a 500) still leaves its row, unless its run was written.
       const m = notes.matched
@@ -325,7 +328,8 @@ interface Answer {
 }
 
 /** payload validation → policy → mapping/transform → action, once the body is in. */
-async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, bodyBytes: number, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer, notes: RequestNotes): Promise<number> {
+async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, name: string, payload: unknown, body: Buffer, params: URLSearchParams, now: number, correlationId: string, source: string, answer: Answer, notes: RequestNotes): Promise<number> {
+  const bodyBytes = body.length
   const config = serving.bundle.config
   if (name === 'wake' || name === 'agent') notes.matched = { definitionKind: 'hook', definitionId: name, correlationId, action: name }
   if (name === 'wake') {
@@ -356,6 +360,11 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const received = { path: q < 0 ? url : url.slice(0, q), query: context.query, headers: redactHeaders(context.headers), payload }
   // JSON writes a character of the body as at most 6 (\u0000); headers, path and query as given, plus quoting
   boundJsonSize(received, 6 * (bodyBytes + url.length + headerChars(context.headers)) + 256)
+  // A large body is stored as the bytes it came in, not serialised again from its parsed value.
+  if (bodyBytes >= RAW_PAYLOAD_MIN_BYTES) {
+    const raw = jsonBodyText(body, req.headers['content-type'])
+    if (raw !== undefined) rawJsonPayload(received, raw)
+  }
   if (notes.trace) notes.trace.received = received
   else notes.trace = { received }
   const selection = selectRoute(serving.bundle.routeTable.get(name) ?? [], context)

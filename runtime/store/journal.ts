@@ -22,12 +22,12 @@
 // Over 400 lines because group commit, blobs, retry and read-back repair are one mechanism over one
 // file descriptor and one durable offset; split apart they would each need the others' state.
 import { createHash } from 'node:crypto'
-import { close, closeSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, write, writeSync } from 'node:fs'
+import { close, closeSync, existsSync, fdatasync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, write, writeSync, writev } from 'node:fs'
 import { open as openAsync } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 
 /** A record whose line (JSON text plus its newline) is longer than this is written as a blob. */
-export const INLINE_MAX_BYTES = 256 * 1024
+export const INLINE_MAX_BYTES = 512 * 1024
 /** Lines read back are never longer than this (a stub or an inline record is far shorter). */
 export const MAX_LINE_BYTES = 1024 * 1024
 /** Retries of a failed flush wait this long at first, doubling up to RETRY_MAX_MS. */
@@ -87,7 +87,10 @@ interface Blob { name: string; bytes: Buffer }
 
 /** The appends waiting for the next flush: their lines, their blobs, and one promise they all share. */
 interface Batch {
-  lines: string[]
+  /** serialised lines; a Buffer is a line appended as bytes (appendLine) */
+  lines: (string | Buffer)[]
+  /** whether any line is a Buffer (then the batch is written by concatenating bytes) */
+  bytesLines: boolean
   blobs: Blob[]
   records: number
   promise: Promise<void>
@@ -101,7 +104,7 @@ function newBatch(): Batch {
   const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej })
   // A caller that gave up on its append must not turn a failed flush into an unhandled rejection.
   promise.catch(() => {})
-  return { lines: [], blobs: [], records: 0, promise, resolve, reject }
+  return { lines: [], bytesLines: false, blobs: [], records: 0, promise, resolve, reject }
 }
 
 export class Journal<R extends object> {
@@ -246,6 +249,42 @@ export class Journal<R extends object> {
     for (const line of lines) batch.lines.push(line)
     if (blobs) for (const b of blobs) batch.blobs.push(b)
     batch.records += lines.length
+    this.scheduleFlush()
+    return batch.promise
+  }
+
+  /**
+   * Queues one record given as its serialised JSON, in pieces (text and bytes) that concatenate to
+   * one JSON object without a line break, and resolves like append(). For a record that holds a
+   * large JSON text received as bytes (a request body): splicing those bytes in costs a copy, where
+   * serialising the parsed value again cost a walk, an escape pass and a UTF-8 encoding of it. The
+   * caller vouches for the pieces; a line too long goes into a blob as append() does.
+   */
+  appendLine(pieces: readonly (string | Buffer)[]): Promise<void> {
+    if (this.closing) return Promise.reject(new JournalError('journal_closed', `journal ${this.path} is closed`))
+    if (this.failure) return Promise.reject(this.failedError())
+    const parts: Buffer[] = []
+    let length = 0
+    for (const p of pieces) {
+      const b = typeof p === 'string' ? Buffer.from(p, 'utf8') : p
+      parts.push(b)
+      length += b.length
+    }
+    parts.push(NEWLINE_BYTES)
+    length += 1
+    const batch = this.queue ?? (this.queue = newBatch())
+    if (length > INLINE_MAX_BYTES) {
+      const line = Buffer.concat(parts, length)
+      const name = Journal.blobName(line)
+      batch.blobs.push({ name, bytes: line })
+      batch.lines.push(`{"$blob":"${name}","bytes":${line.length}}\n`)
+    } else {
+      // the pieces go to the file as they are, with the batch's one writev
+      for (const b of parts) batch.lines.push(b)
+      batch.bytesLines = true
+    }
+    this.stats.appends += 1
+    batch.records += 1
     this.scheduleFlush()
     return batch.promise
   }
@@ -421,7 +460,10 @@ export class Journal<R extends object> {
   private async flushBatch(): Promise<void> {
     const batch = this.queue!
     this.queue = null
-    const bytes = batch.lines.length === 0 ? EMPTY : Buffer.from(batch.lines.length === 1 ? batch.lines[0]! : batch.lines.join(''), 'utf8')
+    const chunks = batchBytes(batch)
+    let length = 0
+    for (const c of chunks) length += c.length
+    const bytes = { length }
     let delay = RETRY_FIRST_MS
     for (let attempt = 0; ; attempt++) {
       if (this.failure) {
@@ -436,7 +478,7 @@ export class Journal<R extends object> {
         if (attempt > 0) ftruncateSync(this.fd, this.size)
         if (batch.blobs.length > 0) await this.writeBlobs(batch.blobs)
         this.stats.flushes += 1
-        if (bytes.length > 0) await writeAll(this.fd, bytes)
+        if (length > 0) await writeChunks(this.fd, chunks)
         const t1 = performance.now()
         if (this.fsync && bytes.length > 0) {
           this.stats.fsyncs += 1
@@ -506,6 +548,7 @@ export class Journal<R extends object> {
 }
 
 const EMPTY = Buffer.alloc(0)
+const NEWLINE_BYTES = Buffer.from('\n')
 
 /** A stub line's record, read back from its blob; anything else as it is. Unreadable → undefined. */
 function resolveStub<R>(record: R | undefined, blobDir: string): R | undefined {
@@ -577,6 +620,46 @@ function parseRecord<R>(line: Buffer): R | undefined {
 function isBlank(line: Buffer): boolean {
   for (const b of line) if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false
   return true
+}
+
+/**
+ * A batch's bytes: its text lines as one buffer, or, when some lines were appended as bytes, runs
+ * of text lines as one buffer each between those (written with one writev, not copied together).
+ */
+function batchBytes(batch: Batch): Buffer[] {
+  const lines = batch.lines
+  if (lines.length === 0) return []
+  if (!batch.bytesLines) return [Buffer.from(lines.length === 1 ? lines[0] as string : lines.join(''), 'utf8')]
+  const out: Buffer[] = []
+  let text: string[] = []
+  for (const line of lines) {
+    if (typeof line === 'string') { text.push(line); continue }
+    if (text.length > 0) { out.push(Buffer.from(text.join(''), 'utf8')); text = [] }
+    out.push(line)
+  }
+  if (text.length > 0) out.push(Buffer.from(text.join(''), 'utf8'))
+  return out
+}
+
+/** Writes the buffers in order, with one writev unless the kernel accepts fewer bytes. */
+function writeChunks(fd: number, chunks: Buffer[]): Promise<void> {
+  if (chunks.length === 1) return writeAll(fd, chunks[0]!)
+  return new Promise((res, rej) => {
+    let left = chunks
+    const step = (): void => {
+      writev(fd, left, null, (err, written) => {
+        if (err) return rej(err)
+        if (written === 0) return rej(new Error('the file accepted no more bytes'))
+        // drop what was written: whole buffers, then the front of a partly written one
+        let i = 0
+        while (i < left.length && written >= left[i]!.length) written -= left[i++]!.length
+        if (i >= left.length) return res()
+        left = [left[i]!.subarray(written), ...left.slice(i + 1)]
+        step()
+      })
+    }
+    step()
+  })
 }
 
 /** Writes the whole buffer; one write call unless the kernel accepts fewer bytes. */

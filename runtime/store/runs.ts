@@ -134,8 +134,12 @@ export const DEFAULT_KEEP_HISTORY = 50_000
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
 
-/** A request whose JSON is longer than this is kept in a blob, not in the run's line. */
-export const REQUEST_INLINE_MAX_CHARS = 64 * 1024
+/**
+ * A request whose JSON is longer than this is kept in a blob, not in the run's line. A blob costs
+ * a file, a hash of its bytes and an fdatasync of its own per request; inline, a large request is
+ * one more piece of the batch's one write and one fdatasync.
+ */
+export const REQUEST_INLINE_MAX_CHARS = 448 * 1024
 
 /**
  * The upper bound of a value's JSON length, when the caller knows one (see boundJsonSize). A symbol
@@ -168,6 +172,33 @@ function flatJsonBound(value: object): number | undefined {
  */
 export function boundJsonSize(value: object, chars: number): void {
   (value as { [JSON_SIZE_BOUND]?: number })[JSON_SIZE_BOUND] = chars
+}
+
+/**
+ * The JSON text a received request's payload was parsed from, as bytes on one line (see
+ * `jsonBodyText`). A symbol key, like JSON_SIZE_BOUND: when a received request carries it, its line
+ * is written with these bytes spliced in instead of the payload serialised again.
+ */
+const RAW_PAYLOAD = Symbol('rawPayload')
+
+/** Notes that `received.payload` was parsed from `json` (valid JSON text without a line break). */
+export function rawJsonPayload(received: ReceivedRequest, json: Buffer): void {
+  (received as { [RAW_PAYLOAD]?: Buffer })[RAW_PAYLOAD] = json
+}
+
+/** A received request's JSON as pieces (its other fields serialised, its payload's bytes as received), or undefined without those bytes. */
+function receivedPieces(received: unknown): [string, Buffer, string] | undefined {
+  const raw = (received as { [RAW_PAYLOAD]?: Buffer } | undefined)?.[RAW_PAYLOAD]
+  if (raw === undefined) return undefined
+  const { path, query, headers } = received as ReceivedRequest
+  const head = JSON.stringify({ path, query, headers })
+  return [head.slice(0, -1) + ',"payload":', raw, '}']
+}
+
+function piecesLength(pieces: readonly (string | Buffer)[]): number {
+  let n = 0
+  for (const p of pieces) n += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length
+  return n
 }
 /** A compaction keeps the request blobs of finished runs up to this many bytes, newest first. */
 export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
@@ -293,7 +324,7 @@ export class RunStore {
     }
     // A new id has no write before it to wait for: the hot path skips serialise's chaining.
     const id = row.id
-    const written: Promise<RunRow> = this.journal.append({ type: 'run', row: this.diskRow(row) }).then(() => {
+    const written: Promise<RunRow> = this.appendRow(row).then(() => {
       // only a replay reads `received`, and it reads the file
       this.rows.set(id, row.received === undefined ? row : withoutReceived(row))
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
@@ -379,12 +410,36 @@ export class RunStore {
     if (watchers) for (const w of [...watchers]) w(row)
   }
 
+  /**
+   * A new row's line. A received request that carries the bytes its payload was parsed from is
+   * written with those bytes spliced in (as the row's last field), not serialised again.
+   */
+  private appendRow(row: RunRow): Promise<void> {
+    const disk = this.diskRow(row)
+    const pieces = disk.received === undefined ? undefined : receivedPieces(disk.received)
+    if (pieces === undefined) return this.journal.append({ type: 'run', row: disk })
+    const rest: RunRow = { ...disk }
+    delete rest.received
+    const head = JSON.stringify({ type: 'run', row: rest })
+    return this.journal.appendLine([head.slice(0, -2) + ',"received":', ...pieces, '}}'])
+  }
+
   /** The row as its line holds it: a large request (or received request) goes into a blob queued ahead of the line. */
   private diskRow(row: RunRow): RunRow {
     let out = row
     for (const [field, blobField] of BLOB_FIELDS) {
       const value = out[field]
       if (value === undefined || typeof value !== 'object' || value === null) continue
+      const pieces = field === 'received' ? receivedPieces(value) : undefined
+      if (pieces !== undefined) {
+        // its bytes as received: inline (appendRow splices them in), or into a blob as they are
+        if (piecesLength(pieces) <= REQUEST_INLINE_MAX_CHARS) continue
+        const bytes = Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)))
+        const copy: RunRow = { ...out, [blobField]: { name: this.journal.attach(bytes), bytes: bytes.length } }
+        delete copy[field]
+        out = copy
+        continue
+      }
       // A value known to be small is not stringified twice (here to measure, then to write).
       const bound = (value as { [JSON_SIZE_BOUND]?: number })[JSON_SIZE_BOUND] ?? flatJsonBound(value)
       if (bound !== undefined && bound <= REQUEST_INLINE_MAX_CHARS) continue
@@ -709,7 +764,7 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
     const outputBlob = kept[i]!.outputBlob
     if (outputBlob) blobsKept.add(outputBlob.name)
     // A received request small enough to sit in its line counts against the same budget: without
-    // that, every kept run (up to keepRuns) kept one of up to 64 KiB.
+    // that, every kept run (up to keepRuns) kept one of up to REQUEST_INLINE_MAX_CHARS.
     if (kept[i]!.received !== undefined && FINAL.has(kept[i]!.status)) {
       requestBytesLeft -= JSON.stringify(kept[i]!.received).length
       if (requestBytesLeft < 0) kept[i] = withoutReceived(kept[i]!)

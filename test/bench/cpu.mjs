@@ -2,29 +2,32 @@
 // (CPU time the server's main thread and whole process used, from /proc utime+stime, over a fixed
 // number of requests), for comparing a change against the durable floor on a busy machine.
 //
-//   node test/bench/cpu.mjs [--path floor|bare401|wake|template|transform|agent|auth] [--requests 60000] [--connections 50]
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+//   node test/bench/cpu.mjs [--path floor|bare401|wake|template|transform|agent|auth] [--requests 60000] [--connections 50] [--body-kib N]
+//
+// --body-kib sends a body of that size (the bench's padded deploy payload) instead of ~200 bytes.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import autocannon from 'autocannon'
 import { BARE_SERVER, freePort, mainThreadCpuSeconds, procCpuSeconds, readCli, root, startServer, stopServer, requestBody, installExitHandlers } from './lib.mjs'
 
-const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|bare401|wake|template|transform|agent|auth] [--requests N] [--connections N]'
+const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|bare401|wake|template|transform|agent|auth] [--requests N] [--connections N] [--body-kib N]'
 const { values, number } = readCli('cpu', USAGE, {
   path: { type: 'string', default: 'wake' },
   requests: { type: 'string', default: '60000' },
   connections: { type: 'string', default: '50' },
+  'body-kib': { type: 'string' },
 })
 const requests = number('requests', 1000, 10_000_000)
 const connections = number('connections', 1, 1000)
 const tmp = mkdtempSync(join(os.tmpdir(), 'hookgate-cpu-'))
-installExitHandlers('cpu', () => {})
+installExitHandlers('cpu', () => rmSync(tmp, { recursive: true, force: true }))
 const token = 'bench-token-0123456789abcdef0123'
 const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
 let server
 let path = '/hooks/wake'
-let body = requestBody()
+let body = values['body-kib'] ? requestBody(number('body-kib', 1, 1024) * 1024) : requestBody()
 let hdrs = headers
 if (values.path === 'floor' || values.path === 'bare401') {
   // the durable floor, or the bare server's refusal path (what the auth path is held against)
@@ -41,7 +44,7 @@ if (values.path === 'floor' || values.path === 'bare401') {
     mkdirSync(join(tmp, 'transforms'))
     writeFileSync(join(tmp, 'transforms', 'xform.ts'), 'export default function xform({ payload, headers }: { payload: { text?: unknown }; headers: Record<string, string> }): { text: string } {\n  return { text: `${String(payload.text)} from ${headers[\'x-source\'] ?? \'unknown\'}` }\n}\n')
   }
-  writeFileSync(join(tmp, 'hooks.yaml'), `server:\n  concurrency: 32\n  maxPendingRuns: 500000\nhooks:\n  enabled: true\n  token: \${HOOKGATE_TOKEN}\n${transform ? '  transformsDir: transforms\n' : ''}  mappings:\n    - id: bench\n      match: { path: bench }\n      action: wake\n      textTemplate: "{{payload.text}} {{headers.x-source}} at {{now}}"\n${transform ? '      transform: { module: xform.ts }\n' : ''}`)
+  writeFileSync(join(tmp, 'hooks.yaml'), `server:\n  concurrency: 32\n  maxPendingRuns: 500000\n  maxBodyBytes: 1100000\nhooks:\n  enabled: true\n  token: \${HOOKGATE_TOKEN}\n${transform ? '  transformsDir: transforms\n' : ''}  mappings:\n    - id: bench\n      match: { path: bench }\n      action: wake\n      textTemplate: "{{payload.text}} {{headers.x-source}} at {{now}}"\n${transform ? '      transform: { module: xform.ts }\n' : ''}`)
   execFileSync(process.execPath, [join(root, 'bin/hookgate.js'), 'compile', join(tmp, 'hooks.yaml'), '--out', join(tmp, 'dist')], { stdio: 'ignore' })
   const port = await freePort()
   server = await startServer({ label: 'hookgate', args: [join(root, 'bin/hookgate.js'), 'serve', '--bundle', join(tmp, 'dist'), '--port', String(port), '--state', join(tmp, 'state')], env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz' })
@@ -60,6 +63,7 @@ const cpu = procCpuSeconds(server.pid) - before
 const main = mainThreadCpuSeconds(server.pid) - mainBefore
 const answered = r['2xx'] + r.non2xx
 const peak = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
-process.stdout.write(`${values.path}: peak RSS ${peak.toFixed(1)} MiB, main thread ${(main * 1e6 / answered).toFixed(1)} µs/request, whole process ${(cpu * 1e6 / answered).toFixed(1)} µs/request, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
+process.stdout.write(`${values.path}: ${Math.round(answered / seconds)} req/s, peak RSS ${peak.toFixed(1)} MiB, main thread ${(main * 1e6 / answered).toFixed(1)} µs/request, whole process ${(cpu * 1e6 / answered).toFixed(1)} µs/request, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
 await stopServer(server)
+rmSync(tmp, { recursive: true, force: true })
 process.exit(0)

@@ -6,6 +6,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { RunStore } from '../../../runtime/store/runs.js'
 import { Journal } from '../../../runtime/store/journal.js'
+import { jsonBodyText } from '../../../runtime/http/body.js'
 import { assertError, assertOk, assertRawError, head, post, RawClient, send, serve, setTestToken, sleep, within, type Harness } from './harness.js'
 
 const TOKEN = setTestToken()
@@ -346,3 +347,22 @@ types('an empty body on a mapping is the payload {}', async ({ h }) => {
 })
 
 types.run()
+
+const rawText = suite('jsonBodyText: a JSON body as bytes on one line, for its run\'s line')
+
+rawText('keeps the text as sent, drops a byte order mark, and turns CR and LF into spaces', () => {
+  const sent = '\ufeff{\r\n  "a": "x y",\n  "b": [1,\n 2]\r\n}\n'
+  const out = jsonBodyText(Buffer.from(sent), 'application/json; charset=utf-8')!
+  assert.is(out.toString('utf8'), '{    "a": "x y",   "b": [1,  2]  } ')
+  assert.equal(JSON.parse(out.toString('utf8')), JSON.parse(sent.slice(1)))
+  const plain = Buffer.from('{"a":1}')
+  assert.is(jsonBodyText(plain, undefined), plain, 'nothing to change: the same bytes, not a copy')
+  assert.is(jsonBodyText(Buffer.from('{"a":1}'), 'application/vnd.api+json')?.toString(), '{"a":1}')
+})
+
+rawText('gives nothing for a form body or a blank one', () => {
+  assert.is(jsonBodyText(Buffer.from('a=1&b=2'), 'application/x-www-form-urlencoded'), undefined)
+  assert.is(jsonBodyText(Buffer.from(' \r\n\t '), 'application/json'), undefined)
+})
+
+rawText.run()

@@ -2,7 +2,7 @@
 // message got 202 and then failed ("journal record … exceeds the limit"), and four 250 KB wakes on
 // builtin/echo left their runs queued forever (the turn record, repeating every prompt, was over
 // the journal's 1 MiB line). Whatever the config admits is stored and run.
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -63,6 +63,28 @@ large('four 250 KB wakes on builtin/echo all finish instead of staying queued', 
     for (let i = 0; i < 3; i++) ids.push((await post(h.origin, '/hooks/wake', TOKEN, { text: String(i).repeat(250_000), mode: 'next-heartbeat' })).json.runId)
     ids.push((await post(h.origin, '/hooks/wake', TOKEN, { text: 'x'.repeat(250_000), mode: 'now' })).json.runId)
     for (const id of ids) await runReaches(h.stateDir, id, 'succeeded', 8000)
+  } finally {
+    await h.close()
+  }
+})
+
+large('a large JSON body is stored as sent (pretty-printed, CRLF, a byte order mark): one line per record, and it reads back as its payload', async () => {
+  const h = await serveProject(await compileProject(CONFIG))
+  try {
+    const payload = { items: Array.from({ length: 400 }, (_, i) => ({ id: i, name: `item ${i}`, note: 'caf\u00e9 "q" \\ \u2028' })) }
+    const text = '\ufeff' + JSON.stringify(payload, null, 2).replace(/\n/g, '\r\n')
+    assert.ok(text.length > 16 * 1024)
+    const r = await post(h.origin, '/hooks/bulk', TOKEN, text, { 'content-type': 'application/json' })
+    assert.is(r.status, 202, r.text)
+    await runReaches(h.stateDir, r.json.runId, 'succeeded', 8000)
+    const file = join(h.stateDir, 'runs.jsonl')
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean)
+    for (const line of lines) JSON.parse(line)
+    const own = lines.find((l) => l.includes(r.json.runId) && l.includes('"received"'))!
+    assert.ok(own.includes('"payload":{    "items": [      {        "id": 0,'), 'the bytes as sent, line breaks as spaces, not serialised again')
+    const row = RunStore.readRows(h.stateDir).find((x) => x.id === r.json.runId)!
+    assert.is(row.receivedBlob, undefined, 'inline in its line')
+    assert.equal(RunStore.readReceived(h.stateDir, row)?.payload, payload)
   } finally {
     await h.close()
   }

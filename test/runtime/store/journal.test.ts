@@ -2,7 +2,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { appendFileSync, closeSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { Journal, JournalError, MAX_LINE_BYTES } from '../../../runtime/store/journal.js'
+import { INLINE_MAX_BYTES, Journal, JournalError, MAX_LINE_BYTES } from '../../../runtime/store/journal.js'
 import { tempDir } from '../../helpers/paths.js'
 import { rejectionOf, sleep } from '../../helpers/async.js'
 import { mountSmallDisk } from '../../helpers/full-disk.js'
@@ -170,6 +170,32 @@ append('attach writes a blob no later than the record appended after it', async 
   await j.close()
   assert.equal(Journal.readBlob(path, name), bytes)
   assert.equal(Journal.read<{ ref: string }>(path).records, [{ ref: name }])
+})
+
+append('appendLine writes a record given as pieces of text and bytes, in order among appended records, in the same group commit', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  const before = j.stats.fsyncs
+  await Promise.all([
+    j.append({ n: 1 }),
+    j.appendLine(['{"n":2,', Buffer.from('"text":"caf\u00e9 from bytes"'), '}']),
+    j.append({ n: 3 }),
+    j.appendLine([Buffer.from('{"n":4}')]),
+  ])
+  assert.is(j.stats.fsyncs - before, 1, 'one write and one fdatasync for the four')
+  await j.close()
+  assert.equal(Journal.read<Rec>(path).records, [{ n: 1 }, { n: 2, text: 'caf\u00e9 from bytes' }, { n: 3 }, { n: 4 }])
+})
+
+append('appendLine puts a line longer than INLINE_MAX_BYTES into a blob, as append does', async () => {
+  const path = journalPath()
+  const j = Journal.open<Rec>(path)
+  const text = 'b'.repeat(INLINE_MAX_BYTES)
+  await j.appendLine(['{"n":1,"text":"', Buffer.from(text), '"}'])
+  await j.appendLine(['{"n":2}'])
+  await j.close()
+  assert.ok(statSync(path).size < 1024, 'the journal itself holds only a stub')
+  assert.equal(Journal.read<Rec>(path).records, [{ n: 1, text }, { n: 2 }])
 })
 
 append('refuses a record that cannot be written as JSON', async () => {

@@ -2,7 +2,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { RUNS_FILE, RunStore, RunStoreError, boundJsonSize, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
+import { REQUEST_INLINE_MAX_CHARS, RUNS_FILE, RunStore, RunStoreError, boundJsonSize, rawJsonPayload, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
 import { tempDir } from '../../helpers/paths.js'
 import { rejectionOf } from '../../helpers/async.js'
 
@@ -437,10 +437,13 @@ const received = suite('RunStore received requests (for hookgate runs replay)')
 
 const receivedOf = (payload: unknown) => ({ path: '/hooks/orders', query: {}, headers: { 'x-source': 'shop', authorization: '[redacted]' }, payload })
 
-received('a received request is on disk, not in memory, and one over 64 KiB lives in a blob that readReceived reads back', async () => {
+/** a payload text that takes a received request past the inline limit */
+const OVER_INLINE = REQUEST_INLINE_MAX_CHARS + 4096
+
+received('a received request is on disk, not in memory, and one over the inline limit lives in a blob that readReceived reads back', async () => {
   const dir = freshDir()
   const store = openStore(dir)
-  const big = receivedOf({ text: 'x'.repeat(100 * 1024) })
+  const big = receivedOf({ text: 'x'.repeat(OVER_INLINE) })
   await store.create(newRun('small', { status: 'failed', received: receivedOf({ id: 1 }) }))
   await store.create(newRun('large', { status: 'failed', received: big, replayOf: 'small' }))
   assert.is(store.get('small')!.received, undefined, 'memory does not keep what only a replay reads')
@@ -458,7 +461,7 @@ received('a received request is on disk, not in memory, and one over 64 KiB live
 received('a compaction counts received requests kept in their lines against keepRequestBytes too, newest first', async () => {
   const dir = freshDir()
   const store = RunStore.open(dir, { now: steppingClock(), fsync: false })
-  // 40 KiB each: inline, under the 64 KiB blob threshold
+  // 40 KiB each: inline, under the blob threshold
   for (let i = 0; i < 4; i++) await store.create(newRun(`inline-${i}`, { status: 'failed', received: receivedOf({ text: `${i}`.repeat(40 * 1024) }) }))
   await store.close()
   const budget = RunStore.open(dir, { compactAboveBytes: 1, keepRequestBytes: 100 * 1024, fsync: false })
@@ -474,8 +477,8 @@ received('a known size bound spares a small request the measuring, and a large o
   const store = openStore(dir)
   const small = receivedOf({ id: 2 })
   boundJsonSize(small, 1024)
-  const big = receivedOf({ text: 'y'.repeat(100 * 1024) })
-  boundJsonSize(big, 7 * 100 * 1024)
+  const big = receivedOf({ text: 'y'.repeat(OVER_INLINE) })
+  boundJsonSize(big, 7 * OVER_INLINE)
   await store.create(newRun('small', { status: 'failed', received: small }))
   await store.create(newRun('large', { status: 'failed', received: big }))
   await store.close()
@@ -497,6 +500,38 @@ received('a compaction keeps the received-request blobs of kept runs and drops t
   const budget = RunStore.open(dir, { compactAboveBytes: 1, keepRequestBytes: 150 * 1024, fsync: false })
   await budget.close()
   assert.equal(RunStore.readRows(dir).map((r) => RunStore.readReceived(dir, r) !== undefined), [true, false, false], 'the newest within the budget')
+})
+
+received('a received request that carries its body\'s bytes is written with those bytes, inline or in a blob, and reads back as its payload', async () => {
+  const dir = freshDir()
+  const store = openStore(dir)
+  // the JSON text as a sender wrote it (spacing, key order, escapes), on one line as jsonBodyText gives it
+  const text = '{ "order" : { "id": 7, "note": "caf\\u00e9 \\"quoted\\"", "tags": ["a", "b"] },   "n": 1.50 }'
+  const inline = receivedOf(JSON.parse(text))
+  rawJsonPayload(inline, Buffer.from(text))
+  const bigText = JSON.stringify({ text: 'z'.repeat(OVER_INLINE) })
+  const large = receivedOf(JSON.parse(bigText))
+  rawJsonPayload(large, Buffer.from(bigText))
+  await store.create(newRun('inline', { status: 'failed', received: inline, replayOf: 'x' }))
+  await store.create(newRun('large', { status: 'failed', received: large }))
+  await store.create(newRun('after', { status: 'failed' }))
+  await store.close()
+  const lines = readFileSync(join(dir, RUNS_FILE), 'utf8').split('\n').filter(Boolean)
+  assert.is(lines.length, 3, 'one line per record')
+  for (const line of lines) JSON.parse(line)
+  assert.ok(lines[0]!.includes(text), 'the bytes as received, not serialised again')
+  const rows = RunStore.readRows(dir)
+  const row = rows.find((r) => r.id === 'inline')!
+  assert.is(row.replayOf, 'x', 'the row\'s other fields are kept')
+  assert.is(row.receivedBlob, undefined)
+  assert.equal(RunStore.readReceived(dir, row), inline)
+  const blobbed = rows.find((r) => r.id === 'large')!
+  assert.ok(blobbed.receivedBlob, 'past the inline limit: a blob')
+  assert.equal(RunStore.readReceived(dir, blobbed), large)
+  // and a reopened store (the journal read back, a compaction) keeps them
+  const again = RunStore.open(dir, { compactAboveBytes: 1, fsync: false })
+  await again.close()
+  assert.equal(RunStore.readRows(dir).map((r) => [r.id, RunStore.readReceived(dir, r)]), [['after', undefined], ['large', large], ['inline', inline]])
 })
 
 received.run()
