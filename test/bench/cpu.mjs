@@ -2,7 +2,7 @@
 // (CPU time the server's main thread and whole process used, from /proc utime+stime, over a fixed
 // number of requests), for comparing a change against the durable floor on a busy machine.
 //
-//   node test/bench/cpu.mjs [--path floor|bare401|wake|template|transform|agent|auth] [--requests 60000] [--connections 50] [--body-kib N]
+//   node test/bench/cpu.mjs [--path floor|floor-body|bare401|wake|template|transform|agent|auth] [--requests 60000] [--connections 50] [--body-kib N]
 //
 // --body-kib sends a body of that size (the bench's padded deploy payload) instead of ~200 bytes.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process'
 import autocannon from 'autocannon'
 import { BARE_SERVER, freePort, mainThreadCpuSeconds, procCpuSeconds, readCli, root, startServer, stopServer, requestBody, installExitHandlers } from './lib.mjs'
 
-const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|bare401|wake|template|transform|agent|auth] [--requests N] [--connections N] [--body-kib N]'
+const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|floor-body|bare401|wake|template|transform|agent|auth] [--requests N] [--connections N] [--body-kib N]'
 const { values, number } = readCli('cpu', USAGE, {
   path: { type: 'string', default: 'wake' },
   requests: { type: 'string', default: '60000' },
@@ -29,11 +29,12 @@ let server
 let path = '/hooks/wake'
 let body = values['body-kib'] ? requestBody(number('body-kib', 1, 1024) * 1024) : requestBody()
 let hdrs = headers
-if (values.path === 'floor' || values.path === 'bare401') {
+if (values.path === 'floor' || values.path === 'floor-body' || values.path === 'bare401') {
   // the durable floor, or the bare server's refusal path (what the auth path is held against)
   const file = join(tmp, 'bare.mjs')
   writeFileSync(file, BARE_SERVER)
-  const env = values.path === 'floor' ? { BENCH_TOKEN: token, BENCH_DURABLE_FILE: join(tmp, 'runs.jsonl') } : { BENCH_TOKEN: token, BENCH_REFUSE: '1' }
+  // floor-body: the durable floor with the whole body in its line, as a service that stores each request writes it
+  const env = values.path === 'bare401' ? { BENCH_TOKEN: token, BENCH_REFUSE: '1' } : { BENCH_TOKEN: token, BENCH_DURABLE_FILE: join(tmp, 'runs.jsonl'), ...(values.path === 'floor-body' ? { BENCH_DURABLE_BODY: '1' } : {}) }
   server = await startServer({ label: values.path, args: [file], env, stdout: 'pipe', readyPath: '/' })
   path = '/'
   if (values.path === 'bare401') hdrs = { ...headers, authorization: 'Bearer wrong-token-wrong-token-wrong' }
