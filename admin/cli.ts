@@ -173,7 +173,7 @@ async function listCommand(kind: DefinitionKind, argv: string[], io: CommandIO):
   const read = readConfig(name, v.config, io)
   if (!read) return EXIT.refused
   const stateDir = stateDirOf(v.config, read.value, v.state)
-  const last = existsSync(stateDir) ? new History(stateDir).lastRuns() : new Map()
+  const last = existsSync(stateDir) ? await new History(stateDir).lastRuns() : new Map()
   const agents = listAgents(read.value).filter((a) => !v.agent || a.id === v.agent)
   if (v.agent && agents.length === 0) {
     io.stderr(`hookgate ${name}: no agent "${v.agent}" in ${v.config}\n`)

@@ -1,11 +1,11 @@
-// The run history as the operator page reads it: the runtime's own files in the state directory,
-// read (never written) and parsed again only when they changed. A query filters and pages the rows
+// The run history as the operator page reads it, through the store's history reader (the runtime's
+// own files in the state directory for the file store), read (never written) and parsed again only
+// when it changed. A query filters and pages the rows
 // newest first; a run's detail adds its steps, the runs under its correlation id, its replays and
 // the deliveries of its reply; `changes` lets the page wait for new rows instead of polling.
-import { existsSync, statSync, watch, type FSWatcher } from 'node:fs'
-import { join } from 'node:path'
-import { Journal } from '../runtime/store/journal.js'
-import { RUNS_FILE, RunStore, type RunRow } from '../runtime/store/runs.js'
+import { existsSync, watch, type FSWatcher } from 'node:fs'
+import { openHistory } from '../runtime/store/open.js'
+import type { HistoryReader, RunRow } from '../runtime/store/store.js'
 
 export interface RunQuery {
   kind?: string
@@ -55,32 +55,32 @@ export class History {
   private poll: NodeJS.Timeout | undefined
   private lastVersion = ''
 
-  constructor(readonly stateDir: string) {}
+  private readonly reader: HistoryReader
 
-  /** The file's identity and size: changes with every append and every compaction. */
-  version(): string {
-    try {
-      const s = statSync(join(this.stateDir, RUNS_FILE))
-      return `${s.ino}-${s.size}-${Math.round(s.mtimeMs)}`
-    } catch {
-      return 'none'
-    }
+  /** `stateDir`: also watched, so that a change is seen at once rather than at the next poll. */
+  constructor(readonly stateDir: string) {
+    this.reader = openHistory(stateDir)
   }
 
-  rows(): RunRow[] {
-    const version = this.version()
+  /** Changes with every append and every compaction. */
+  version(): Promise<string> {
+    return this.reader.version()
+  }
+
+  async rows(): Promise<RunRow[]> {
+    const version = await this.version()
     if (this.cached?.version === version) return this.cached.rows
-    const rows = existsSync(join(this.stateDir, RUNS_FILE)) ? RunStore.readHistory(this.stateDir).rows : []
+    const rows = (await this.reader.read()).rows
     this.cached = { version, rows }
     return rows
   }
 
-  query(q: RunQuery): RunPage {
-    const version = this.version()
+  async query(q: RunQuery): Promise<RunPage> {
+    const version = await this.version()
     const statuses = q.status?.filter(Boolean) ?? []
     const since = q.since ? Date.parse(q.since) : NaN
     const until = q.until ? Date.parse(q.until) : NaN
-    const matching = this.rows().filter((r) =>
+    const matching = (await this.rows()).filter((r) =>
       (!q.kind || r.definitionKind === q.kind) &&
       (statuses.length === 0 || statuses.includes(r.status)) &&
       (!q.definition || r.definitionId === q.definition) &&
@@ -95,14 +95,14 @@ export class History {
   }
 
   /** The newest run of each definition id. */
-  lastRuns(): Map<string, RunSummary> {
+  async lastRuns(): Promise<Map<string, RunSummary>> {
     const last = new Map<string, RunSummary>()
-    for (const r of this.rows()) if (!r.parentRunId && !last.has(r.definitionId)) last.set(r.definitionId, summary(r))
+    for (const r of await this.rows()) if (!r.parentRunId && !last.has(r.definitionId)) last.set(r.definitionId, summary(r))
     return last
   }
 
-  detail(id: string): RunDetail | undefined {
-    const rows = this.rows()
+  async detail(id: string): Promise<RunDetail | undefined> {
+    const rows = await this.rows()
     const row = rows.find((r) => r.id === id)
     if (!row) return undefined
     const oldestFirst = [...rows].reverse()
@@ -110,33 +110,31 @@ export class History {
     const stepIds = new Set(steps.map((r) => r.id))
     const run: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(row)) if (!HIDDEN.has(k)) run[k] = v
-    const received = RunStore.readReceived(this.stateDir, row)
+    const received = await this.reader.received(row)
     if (received !== undefined) run.received = received
     return {
       run: run as unknown as RunRow,
       steps: steps.map(summary),
       correlated: oldestFirst.filter((r) => r.correlationId === row.correlationId && r.id !== id && !stepIds.has(r.id)).map(summary),
       replays: oldestFirst.filter((r) => r.replayOf === id).map(summary),
-      deliveries: this.deliveries(id),
+      deliveries: await this.deliveries(id),
     }
   }
 
   /** Replies the engine delivered for the run (the isolated-turn journal records them). */
-  private deliveries(runId: string): Array<{ at: string; note: string }> {
-    const file = join(this.stateDir, 'sessions', 'isolated.jsonl')
-    if (!existsSync(file)) return []
+  private async deliveries(runId: string): Promise<Array<{ at: string; note: string }>> {
     const out: Array<{ at: string; note: string }> = []
-    for (const r of Journal.read<{ type?: string; runId?: string; at?: string; note?: string }>(file).records) {
+    for (const r of await this.reader.logRecords<{ type?: string; runId?: string; at?: string; note?: string }>('isolated')) {
       if (r.type === 'delivered' && r.runId === runId) out.push({ at: String(r.at), note: String(r.note ?? '').trim().replace(/^\(|\)$/g, '') })
     }
     return out
   }
 
   /** Resolves with the new version once the history changes from `after`, or after `ms` with the same one. */
-  changes(after: string, ms: number): Promise<string> {
-    const now = this.version()
-    if (now !== after) return Promise.resolve(now)
-    this.startWatching()
+  async changes(after: string, ms: number): Promise<string> {
+    const now = await this.version()
+    if (now !== after) return now
+    await this.startWatching()
     return new Promise((resolveWait) => {
       const done = () => {
         clearTimeout(timer)
@@ -148,26 +146,27 @@ export class History {
     })
   }
 
-  private startWatching(): void {
+  private async startWatching(): Promise<void> {
     if (this.poll) return
-    this.lastVersion = this.version()
-    const check = () => {
-      const v = this.version()
+    const check = async (): Promise<void> => {
+      const v = await this.version()
       if (v === this.lastVersion) return
       this.lastVersion = v
       for (const w of [...this.waiters]) w()
     }
+    this.poll = setInterval(() => void check(), 1000)
+    this.poll.unref()
+    this.lastVersion = await this.version()
     // fs.watch tells at once where it can; the poll covers a state directory created later and
     // file systems without notifications.
     try {
-      if (existsSync(this.stateDir)) this.watcher = watch(this.stateDir, () => check())
+      if (existsSync(this.stateDir)) this.watcher = watch(this.stateDir, () => void check())
       this.watcher?.unref()
     } catch { /* polling alone */ }
-    this.poll = setInterval(check, 1000)
-    this.poll.unref()
   }
 
   close(): void {
+    void this.reader.close()
     this.watcher?.close()
     clearInterval(this.poll)
     for (const w of [...this.waiters]) w()

@@ -138,7 +138,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       if (method !== 'GET') return notAllowed('GET')
       const p = url.searchParams
       const num = (k: string) => (p.has(k) ? Number(p.get(k)) : undefined)
-      return send(res, 200, history.query({
+      return send(res, 200, await history.query({
         kind: p.get('kind') || undefined,
         status: p.getAll('status').flatMap((s) => s.split(',')),
         definition: p.get('definition') || undefined,
@@ -162,7 +162,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     const run = /^\/api\/runs\/([^/]+)$/.exec(path)
     if (run) {
       if (method !== 'GET') return notAllowed('GET')
-      const detail = history.detail(decodeURIComponent(run[1]!))
+      const detail = await history.detail(decodeURIComponent(run[1]!))
       return detail ? send(res, 200, detail) : send(res, 404, { ok: false, code: 'run_unknown', error: 'no run with that id in the history' })
     }
     const defs = /^\/api\/agents\/([^/]+)\/(triggers|tasks)(?:\/([^/]+))?$/.exec(path)
@@ -203,7 +203,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     const outcome = await compileSource(text, config.file, { outDir: options.outDir, check: true })
     const parsed = configValue(text)
     const value = parsed ?? {}
-    const last = history.lastRuns()
+    const last = await history.lastRuns()
     const endpoint = endpointsOf(value, where)
     const agents = listAgents(parsed).map((a) => ({
       ...a,
@@ -217,7 +217,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       workflows: (Array.isArray(value.workflows) ? value.workflows : []).filter((w: any) => typeof w?.id === 'string').map((w: any) => ({ id: w.id, ...(typeof w.description === 'string' ? { description: w.description } : {}) })),
       channels: (Array.isArray(value.channels) ? value.channels : []).filter((c: any) => typeof c?.id === 'string').map((c: any) => ({ id: c.id, type: String(c.type ?? '') })),
       runtime: await runtimeStatus(),
-      history: { version: history.version() },
+      history: { version: await history.version() },
     }
   }
 

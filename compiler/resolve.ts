@@ -12,7 +12,7 @@ import { compileCron, compileEvery, isKnownTimeZone } from './cron.js'
 import { LeftOut } from './validate.js'
 
 import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
-import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/runs.js'
+import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/open.js'
 import { DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'

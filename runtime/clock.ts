@@ -11,3 +11,13 @@ export function isoNow(): string {
   }
   return lastIso
 }
+
+/**
+ * `90s`, `15m`, `2h`, `7d` in milliseconds; undefined when the text is none of those (a whole
+ * number of at least 1 and one unit).
+ */
+export function parseDuration(text: string): number | undefined {
+  const m = /^([1-9][0-9]{0,8})(s|m|h|d)$/.exec(text)
+  if (!m) return undefined
+  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd']
+}

@@ -4,8 +4,8 @@
 //
 // No label value here ever comes from a request: routes are mapping ids or fixed names, journals
 // are named by kind, never by path; so the series count is bounded by the config.
-import { Journal } from './store/journal.js'
-import { RunStore, type RunAction, type RunStatus } from './store/runs.js'
+import { observeStore } from './store/open.js'
+import type { FlushEvent, RunAction, RunStatus } from './store/store.js'
 import { Registry, type Counter } from './metrics.js'
 
 export { EXPOSITION_CONTENT_TYPE } from './metrics.js'
@@ -84,7 +84,6 @@ export function countTransformFailure(mappingId: string, code: string): void {
 // ---- journal -------------------------------------------------------------------------------
 
 /** What the journal reports after each flush attempt (its write and fdatasync of one batch). */
-export interface FlushEvent { path: string; writeSeconds: number; fsyncSeconds: number; bytes: number; records: number; ok: boolean; error?: string }
 
 const flushes = registry.counter('hookgate_journal_flushes_total',
   'Journal flushes (one write and one fdatasync for a batch of records), by journal (runs, session, isolated, other) and result (ok, failed)',
@@ -139,9 +138,7 @@ registry.counterReading('process_cpu_seconds_total', 'User and system CPU time s
  * is harmless.
  */
 export function installMetricHooks(): void {
-  // Journal.onFlush comes with the journal rewrite; typed here so this compiles before and after.
-  ;(Journal as unknown as { onFlush?: (e: FlushEvent) => void }).onFlush = observeFlush
-  RunStore.onDurable = (action, status) => runs.labels(action, status).inc()
+  observeStore({ onFlush: observeFlush, onDurable: (action: RunAction, status: RunStatus) => runs.labels(action, status).inc() })
 }
 
 // ---- one server's view ---------------------------------------------------------------------

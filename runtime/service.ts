@@ -18,8 +18,8 @@ import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
 import { prepareSignatures } from './http/signatures.js'
 import { isoNow } from './clock.js'
-import { acquireStateLock } from './store/state-lock.js'
-import { RejectLog } from './store/rejects.js'
+import { acquireStateLock, openStore, storeOptionsOf } from './store/open.js'
+import type { RefusalRecorder, Store } from './store/store.js'
 import { Scheduler } from './scheduler/scheduler.js'
 import { fireTask, lastFiredSlots } from './scheduler/fire.js'
 import { countReload, installMetricHooks, metricsRenderer } from './service-metrics.js'
@@ -88,7 +88,8 @@ export async function startService(options: ServeOptions): Promise<Service> {
   let opened: Engine | undefined
   let limiter: AuthLimiter
   let idempotency: IdempotencyIndex
-  let rejects: RejectLog | undefined
+  let store: Store | undefined
+  let rejects: RefusalRecorder | undefined
   let firedAtStart: ReadonlyMap<string, number> = new Map()
   const host = options.host ?? first.config.server.host
   const port = options.port ?? first.config.server.port
@@ -103,7 +104,8 @@ export async function startService(options: ServeOptions): Promise<Service> {
     firstServing = prepare(first, stateDir, (token, where) => {
       write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
     }, undefined, generatedSigningSecret)
-    opened = Engine.open(stateDir, first.config, first.workflows, { fsync: options.fsync ?? true, ...firstServing.wiring })
+    store = openStore(stateDir, storeOptionsOf(first.config, options.fsync ?? true))
+    opened = Engine.open(store, first.config, first.workflows, firstServing.wiring)
     const compacted = opened.runs.compaction
     if (compacted) info('run history compacted', { keptRuns: compacted.keptRuns, droppedRuns: compacted.droppedRuns, bytesBefore: compacted.bytesBefore, bytesAfter: compacted.bytesAfter })
     const resumed = opened.resumeUnfinished()
@@ -115,12 +117,12 @@ export async function startService(options: ServeOptions): Promise<Service> {
     firedAtStart = lastFiredSlots(opened.runs.list())
     // After the keys are loaded, keep only the recent history in memory.
     opened.runs.trim()
-    rejects = RejectLog.open(stateDir, { warn: (error) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'rejected-request log', error })) })
+    rejects = store.openRejects((error) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'rejected-request log', error })))
   } catch (err) {
     await new Promise<void>((ok) => server.close(() => ok()))
     await firstServing?.pool?.close()
-    await opened?.close().catch(() => {})
-    await rejects?.close()
+    if (opened) await opened.close().catch(() => {})
+    else await store?.close().catch(() => {})
     lock.release()
     throw err
   }
@@ -293,7 +295,6 @@ export async function startService(options: ServeOptions): Promise<Service> {
       const drained = await engine.drain(grace)
       if (!drained) info('grace period over; unfinished runs resume at the next start')
       await engine.close()
-      await refusals.close()
       rmSync(addressFile, { force: true })
       lock.release()
       out?.flush()

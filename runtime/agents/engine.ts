@@ -14,12 +14,11 @@ import { join } from 'node:path'
 import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
 import { Fifo } from '../fifo.js'
-import { RunStore, isFinalStatus, type NewRun, type ReceivedRequest, type RunRow, type RunStoreOptions } from '../store/runs.js'
-import { Journal } from '../store/journal.js'
+import { isFinalStatus, type NewRun, type ReceivedRequest, type RecordLog, type RunLog, type RunRow, type Store } from '../store/store.js'
 import { wrapExternalContent } from '../envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { Notifier } from '../notify/notifier.js'
-import { MainSession, SESSION_COMPACT_ABOVE_BYTES, TURN_REPLY_MAX_CHARS, clipText, fileSize, type Route } from './session.js'
+import { MainSession, TURN_REPLY_MAX_CHARS, clipText, type Route } from './session.js'
 import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workflows/runner.js'
 import { createStepActions } from '../workflows/actions.js'
 import { createHttpStep } from '../workflows/http-step.js'
@@ -113,12 +112,6 @@ function copyRowFields<T extends RowExtra>(extra: RowExtra, out: T): T {
   return out
 }
 
-/** server.history as the run store takes it; absent (an older bundle) keeps the store's defaults. */
-export function historyOptions(config: BundleConfig): RunStoreOptions {
-  const h = config.server.history
-  return h ? { keepHistory: h.keepRuns, compactAboveBytes: h.compactAboveBytes, keepRequestBytes: h.keepRequestBytes } : {}
-}
-
 /** What a wake's run row keeps of its event. */
 interface WakeEvent { text: string; external: boolean; source: string }
 
@@ -141,7 +134,7 @@ export class Engine {
   private readonly inFlight = new Set<Promise<unknown>>()
   /** the promises behind inFlight, so one is tracked once however often it is handed over */
   private readonly watched = new Set<Promise<unknown>>()
-  private readonly isolated: Journal<IsolatedRecord>
+  private readonly isolated: RecordLog<IsolatedRecord>
   private readonly replies = new Map<string, string>()
   private readonly deliveredNotes = new Map<string, string>()
   /** runs the last process left unfinished: what session and transcript state must be kept for */
@@ -161,22 +154,21 @@ export class Engine {
   /** agent and workflow runs accepted and not yet finished (the backlog the HTTP side bounds) */
   private pendingRuns = 0
 
-  private constructor(readonly stateDir: string, readonly runs: RunStore, private config: BundleConfig, private workflows: ReadonlyMap<string, BundleWorkflow>, private readonly fsync: boolean, private readonly compactAboveBytes: number) {
-    const path = join(stateDir, 'sessions', 'isolated.jsonl')
+  readonly runs: RunLog
+
+  private constructor(readonly store: Store, private config: BundleConfig, private workflows: ReadonlyMap<string, BundleWorkflow>) {
+    const runs = store.runs
+    this.runs = runs
     for (const r of runs.unfinished()) this.unfinishedAtStart.add(r.id)
     // Replies already on disk: a run resumed after a crash delivers these instead of asking again.
-    // Only those of unfinished runs are kept, in memory and, past the size bound, in the file.
-    const records = Journal.read<IsolatedRecord>(path).records
-    for (const r of records) {
+    // Only those of unfinished runs are kept, in memory and, when the store compacts the log, in it.
+    const opened = store.openLog<IsolatedRecord>('isolated', (records) => records.filter((r) => this.unfinishedAtStart.has(r.runId)))
+    for (const r of opened.records) {
       if (!this.unfinishedAtStart.has(r.runId)) continue
       if (r.type === 'isolated') this.replies.set(r.runId, r.reply)
       else if (r.type === 'delivered') this.deliveredNotes.set(r.runId, r.note)
     }
-    if (fileSize(path) > compactAboveBytes) {
-      Journal.rewrite(path, records.filter((r) => this.unfinishedAtStart.has(r.runId)), { fsync })
-      Journal.sweepBlobs(path)
-    }
-    this.isolated = Journal.open<IsolatedRecord>(path, { fsync })
+    this.isolated = opened.log
     this.slots = new Semaphore(config.server.concurrency ?? 4)
     this.workflowRunner = new WorkflowRunner({
       stepsOf: (parentRunId) => this.runs.children(parentRunId),
@@ -203,10 +195,9 @@ export class Engine {
     })
   }
 
-  /** `compactAboveBytes`: the size past which the session journals are compacted at open (tests) */
-  static open(stateDir: string, config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, options: { fsync?: boolean; compactAboveBytes?: number } & EngineWiring = {}): Engine {
-    const runs = RunStore.open(stateDir, { fsync: options.fsync ?? true, keepKeysForMs: config.server.idempotencyWindowMs, ...historyOptions(config) })
-    const engine = new Engine(stateDir, runs, config, workflows, options.fsync ?? true, options.compactAboveBytes ?? SESSION_COMPACT_ABOVE_BYTES)
+  /** The engine over an opened store (openStore): it resumes nothing until resumeUnfinished. */
+  static open(store: Store, config: BundleConfig, workflows: ReadonlyMap<string, BundleWorkflow>, options: EngineWiring = {}): Engine {
+    const engine = new Engine(store, config, workflows)
     engine.configure(config, workflows, options)
     engine.notifier.start()
     return engine
@@ -233,15 +224,14 @@ export class Engine {
   private session(agentId: string): MainSession {
     let s = this.sessions.get(agentId)
     if (!s) {
-      const path = join(this.stateDir, 'sessions', encodeURIComponent(agentId), 'main.jsonl')
-      s = MainSession.open(agentId, path, {
+      s = MainSession.open(agentId, this.store, {
         runHeartbeat: (id, prompt) => this.complete(id, null, [
           { role: 'system', content: `Heartbeat for agent ${id}: the system events queued since the last turn follow.` },
           { role: 'user', content: prompt },
         ], null, DEFAULT_TURN_TIMEOUT_SECONDS).then((r) => r.text),
         // One record for all the wakes a turn read, however many.
         settleWakes: (runIds, error) => this.runs.settle(runIds, error ? 'failed' : 'succeeded', error ? { error } : {}),
-      }, { fsync: this.fsync, isOpen: (runId) => this.unfinishedAtStart.has(runId), compactAboveBytes: this.compactAboveBytes })
+      }, { isOpen: (runId) => this.unfinishedAtStart.has(runId) })
       const agent = this.config.agents.find((a) => a.id === agentId)
       if (agent) s.maxQueued = agent.maxQueuedEvents ?? 1000
       this.sessions.set(agentId, s)
@@ -590,8 +580,7 @@ export class Engine {
     this.closed = true
     this.workflowRunner.stop()
     for (const s of this.sessions.values()) await s.close()
-    await this.isolated.close()
-    await this.runs.close()
+    await this.store.close()
   }
 }
 

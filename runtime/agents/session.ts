@@ -1,7 +1,7 @@
 // One agent's main session on disk: the queue of system events a heartbeat turn reads, the turns
 // it ran, and the last delivery route (`channel: last`). Identical consecutive events collapse into
 // one line of the turn's prompt; the queue is bounded, and the oldest events are dropped first.
-import { Journal } from '../store/journal.js'
+import type { RecordLog, Store } from '../store/store.js'
 import { wrapExternalContent } from '../envelope.js'
 
 export type SessionRecord =
@@ -13,16 +13,8 @@ export type SessionEvent = Extract<SessionRecord, { type: 'event' }>
 
 export interface Route { channel: string; to: string | null }
 
-/** A session journal (main.jsonl, isolated.jsonl) larger than this is compacted when it is opened. */
-export const SESSION_COMPACT_ABOVE_BYTES = 16 * 1024 * 1024
-
 /** A turn's reply as its record keeps it (history, not a transcript to resume from). */
 export const TURN_REPLY_MAX_CHARS = 64 * 1024
-
-/** Bytes a session journal takes on disk, its blobs included (what compaction weighs). */
-export function fileSize(path: string): number {
-  return Journal.diskBytes(path)
-}
 
 /** At most `max` characters, the cut marked. */
 export function clipText(text: string, max: number): string {
@@ -58,42 +50,49 @@ export class MainSession {
   private again = false
   private timer: NodeJS.Timeout | undefined
 
-  private constructor(readonly agentId: string, readonly journal: Journal<SessionRecord>, private readonly runner: HeartbeatRunner) {}
+  private constructor(readonly agentId: string, readonly journal: RecordLog<SessionRecord>, private readonly runner: HeartbeatRunner) {}
 
   /**
-   * Opens the session journal and queues the events no turn has read. `isOpen(runId)`: whether a
-   * run was left unfinished; what was read or queued for finished runs is not kept in memory, and
-   * past SESSION_COMPACT_ABOVE_BYTES the file is rewritten to what a later start still needs: the
-   * last route, the unread events, and for unfinished runs their events and which were read.
+   * Opens the session's log (`<agent>/main` in the store) and queues the events no turn has read.
+   * `isOpen(runId)`: whether a run was left unfinished; what was read or queued for finished runs
+   * is not kept in memory, and when the store compacts the log it keeps what a later start still
+   * needs: the last route, the unread events, and for unfinished runs their events and which were read.
    */
-  static open(agentId: string, path: string, runner: HeartbeatRunner, options: { fsync: boolean; isOpen?: (runId: string) => boolean; compactAboveBytes?: number }): MainSession {
-    const { records } = Journal.read<SessionRecord>(path)
+  static open(agentId: string, store: Store, runner: HeartbeatRunner, options: { isOpen?: (runId: string) => boolean } = {}): MainSession {
     const isOpen = options.isOpen ?? (() => true)
-    const consumed = new Set<string>()
+    let consumed: Set<string> | undefined
     let route: Extract<SessionRecord, { type: 'route' }> | undefined
-    for (const r of records) {
-      if (r.type === 'turn') for (const id of r.events) consumed.add(id)
-      else if (r.type === 'route') route = r
+    let kept: SessionEvent[] = []
+    let unread: SessionEvent[] = []
+    let readForOpenRuns: string[] = []
+    const sort = (records: SessionRecord[]): void => {
+      consumed = new Set<string>()
+      for (const r of records) {
+        if (r.type === 'turn') for (const id of r.events) consumed.add(id)
+        else if (r.type === 'route') route = r
+      }
+      kept = []
+      unread = []
+      readForOpenRuns = []
+      for (const r of records) {
+        if (r.type !== 'event') continue
+        const open = isOpen(runIdOfEvent(r.id))
+        const read = consumed.has(r.id)
+        if (!read) unread.push(r)
+        if (open || !read) kept.push(r)
+        if (open && read) readForOpenRuns.push(r.id)
+      }
     }
-    const kept: SessionEvent[] = []
-    const unread: SessionEvent[] = []
-    const readForOpenRuns: string[] = []
-    for (const r of records) {
-      if (r.type !== 'event') continue
-      const open = isOpen(runIdOfEvent(r.id))
-      const read = consumed.has(r.id)
-      if (!read) unread.push(r)
-      if (open || !read) kept.push(r)
-      if (open && read) readForOpenRuns.push(r.id)
-    }
-    if (fileSize(path) > (options.compactAboveBytes ?? SESSION_COMPACT_ABOVE_BYTES)) {
+    const opened = store.openLog<SessionRecord>(`${encodeURIComponent(agentId)}/main`, (records) => {
+      sort(records)
       const compacted: SessionRecord[] = [...(route ? [route] : []), ...kept]
       if (readForOpenRuns.length > 0) compacted.push({ type: 'turn', id: 'turn:compacted', at: new Date().toISOString(), events: readForOpenRuns, reply: '' })
-      Journal.rewrite(path, compacted, { fsync: options.fsync })
-      Journal.sweepBlobs(path)
-    }
-    const s = new MainSession(agentId, Journal.open<SessionRecord>(path, { fsync: options.fsync }), runner)
-    if (route) s.lastRoute = { channel: route.channel, to: route.to }
+      return compacted
+    })
+    if (consumed === undefined) sort(opened.records)
+    const s = new MainSession(agentId, opened.log, runner)
+    const last = route as Extract<SessionRecord, { type: 'route' }> | undefined
+    if (last) s.lastRoute = { channel: last.channel, to: last.to }
     for (const r of kept) if (isOpen(runIdOfEvent(r.id))) s.knownAtStart.add(r.id)
     for (const id of readForOpenRuns) s.consumedAtStart.add(id)
     for (const r of unread) s.enqueue(r)

@@ -3,7 +3,7 @@
 // body is a 409. The keys live in the run rows themselves, so they survive a restart with the runs,
 // and concurrent duplicates wait for the first one instead of starting a second run.
 import { createHash } from 'node:crypto'
-import type { RunRow } from '../store/runs.js'
+import type { RunRow } from '../store/store.js'
 import { HttpError } from './errors.js'
 
 export interface StoredResponse { status: number; body: Record<string, unknown> }

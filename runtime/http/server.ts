@@ -21,8 +21,7 @@ import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type
 import { jsonBodyText, parseBody, readBody } from './body.js'
 import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
-import type { RefusalRecorder } from '../store/rejects.js'
-import { boundJsonSize, rawJsonPayload } from '../store/runs.js'
+import { boundJsonSize, rawJsonPayload, type RefusalRecorder } from '../store/store.js'
 
 /** From this size on, a JSON body is stored as received (spliced into its run's line); smaller ones are serialised, which costs less than the bytes' copies. */
 const RAW_PAYLOAD_MIN_BYTES = 8 * 1024

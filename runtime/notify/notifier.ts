@@ -7,7 +7,7 @@
 import type { BundleConfig, BundleRoute } from '../bundle-format.js'
 import type { Deliverer } from '../agents/engine.js'
 import type { Route } from '../agents/session.js'
-import { isFinalStatus, type RunNotification, type RunRow, type RunStatus } from '../store/runs.js'
+import { isFinalStatus, type RunNotification, type RunRow, type RunStatus } from '../store/store.js'
 
 export type NotifyPolicy = 'silent' | 'done' | 'state'
 

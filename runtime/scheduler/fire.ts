@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto'
 import type { BundleTask } from '../bundle-format.js'
 import type { Engine } from '../agents/engine.js'
-import { RunStoreError, type RunRow } from '../store/runs.js'
+import { RunStoreError, type RunRow } from '../store/store.js'
 
 /** A UUID-shaped id that is the same for the same (task, slot) in every process. */
 export function taskRunId(taskId: string, scheduledFor: string): string {

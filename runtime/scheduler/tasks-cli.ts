@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs'
 import type { BundleTask } from '../bundle-format.js'
 import { loadBundle } from '../bundle.js'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { RunStore } from '../store/runs.js'
+import { openHistory } from '../store/open.js'
 import { printable, type CommandIO } from '../store/runs-cli.js'
 import { slotClock } from './cron.js'
 import { lastFiredSlots } from './fire.js'
@@ -70,7 +70,7 @@ export async function tasksCommand(argv: string[], defaults: { stateDir: string 
   let lastFired: ReadonlyMap<string, number> = new Map()
   if (existsSync(stateDir)) {
     try {
-      lastFired = lastFiredSlots(RunStore.readRows(stateDir))
+      lastFired = lastFiredSlots((await openHistory(stateDir).read()).rows)
     } catch (err) {
       io.stderr(`hookgate tasks: warning: cannot read the run history in ${stateDir}: ${(err as Error).message}\n`)
     }

@@ -4,8 +4,9 @@
 // and warnings to stderr.
 import { join } from 'node:path'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { parseDuration, RejectLog, REJECTS_FILE, type RejectRecord } from './rejects.js'
-import { clipCell, printable, type CommandIO } from './runs-cli.js'
+import { parseDuration } from '../clock.js'
+import type { RejectRecord } from './store.js'
+import { clipCell, historyAt, printable, type CommandIO } from './runs-cli.js'
 
 export const REJECTS_USAGE = usageLine(getCommand('rejects'))
 export const DEFAULT_REJECTS_LIMIT = 50
@@ -43,9 +44,9 @@ export async function rejectsCommand(argv: string[], defaults: { stateDir: strin
 
   let log
   try {
-    log = RejectLog.read(stateDir)
+    log = await historyAt(stateDir).rejects()
   } catch (err) {
-    io.stderr(`hookgate rejects: cannot read ${join(stateDir, REJECTS_FILE)}: ${(err as Error).message}\n`)
+    io.stderr(`hookgate rejects: cannot read the rejected-request log in ${stateDir}: ${(err as Error).message}\n`)
     return EXIT.failed
   }
   if (log.corrupt > 0) io.stderr(`hookgate rejects: warning: skipped ${log.corrupt} unreadable ${log.corrupt === 1 ? 'line' : 'lines'}\n`)

@@ -4,8 +4,9 @@
 // or the JSON) goes to stdout; the summary and warnings go to stderr.
 import { existsSync } from 'node:fs'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { RUNS_FILE, RunStore, type DefinitionKind, type RunHistory, type RunRow, type RunStatus } from './runs.js'
-import { parseDuration } from './rejects.js'
+import { openHistory } from './open.js'
+import type { DefinitionKind, HistoryReader, RunHistory, RunRow, RunStatus } from './store.js'
+import { parseDuration } from '../clock.js'
 import { join } from 'node:path'
 
 export const RUNS_USAGE = usageLine(getCommand('runs'))
@@ -53,7 +54,7 @@ export async function runsCommand(argv: string[], defaults: { stateDir: string; 
     io.stderr(`no runs yet (state directory ${stateDir} does not exist)\n`)
     return EXIT.ok
   }
-  const history = readHistory('runs', stateDir, io)
+  const history = await readHistory('runs', historyAt(stateDir), io)
   if (!history) return EXIT.failed
   const rows = filter ? history.rows.filter(filter) : history.rows
   const shown = rows.slice(0, limit)
@@ -99,19 +100,23 @@ function readFilter(values: { kind?: string; status: string[]; definition?: stri
 }
 
 /** The history, or undefined after saying on stderr why it cannot be read; a missing state directory is an empty history. */
-export function readHistory(command: string, stateDir: string, io: CommandIO): RunHistory | undefined {
-  if (!existsSync(stateDir)) return { rows: [], torn: 0, corrupt: 0 }
+export async function readHistory(command: string, reader: HistoryReader, io: CommandIO): Promise<RunHistory | undefined> {
   let history
   try {
-    history = RunStore.readHistory(stateDir)
+    history = await reader.read()
   } catch (err) {
-    io.stderr(`hookgate ${command}: cannot read ${join(stateDir, RUNS_FILE)}: ${(err as Error).message}\n`)
+    io.stderr(`hookgate ${command}: cannot read ${reader.where}: ${(err as Error).message}\n`)
     return undefined
   }
   if (history.corrupt > 0) {
-    io.stderr(`hookgate ${command}: warning: skipped ${history.corrupt} unreadable ${history.corrupt === 1 ? 'line' : 'lines'} in ${join(stateDir, RUNS_FILE)}\n`)
+    io.stderr(`hookgate ${command}: warning: skipped ${history.corrupt} unreadable ${history.corrupt === 1 ? 'line' : 'lines'} in ${reader.where}\n`)
   }
   return history
+}
+
+/** The history a CLI reads: the state directory's (a missing one is an empty history). */
+export function historyAt(stateDir: string): HistoryReader {
+  return openHistory(stateDir)
 }
 
 /** A step row of a workflow run names its run in `parentRunId` (written by the workflow runner). */
@@ -131,11 +136,12 @@ export async function runsShowCommand(argv: string[], defaults: { stateDir: stri
   }
   const id = parsed.positionals[0]!
   const stateDir = values.state || defaults.stateDir
-  const history = readHistory('runs show', stateDir, io)
+  const reader = historyAt(stateDir)
+  const history = await readHistory('runs show', reader, io)
   if (!history) return EXIT.failed
   const row = history.rows.find((r) => r.id === id)
   if (!row) {
-    io.stderr(`hookgate runs show: no run with id ${printable(id)} in ${join(stateDir, RUNS_FILE)}\n`)
+    io.stderr(`hookgate runs show: no run with id ${printable(id)} in ${reader.where}\n`)
     return EXIT.failed
   }
   // oldest first: the order the steps and siblings happened in
@@ -145,7 +151,7 @@ export async function runsShowCommand(argv: string[], defaults: { stateDir: stri
   const correlated = oldestFirst.filter((r) => r.correlationId === row.correlationId && r.id !== id && !stepIds.has(r.id))
   const replays = oldestFirst.filter((r) => r.replayOf === id)
   if (values.json) {
-    const received = RunStore.readReceived(stateDir, row)
+    const received = await reader.received(row)
     const full = received !== undefined && row.received === undefined ? { ...row, received } : row
     io.stdout(`${JSON.stringify({ run: full, steps, correlated, replays }, null, 2)}\n`)
     return EXIT.ok

@@ -8,8 +8,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
 import { GENERATED_TOKEN_FILE } from '../secrets.js'
-import { RUNS_FILE, RunStore } from './runs.js'
-import { printable, readHistory, type CommandIO } from './runs-cli.js'
+import { historyAt, printable, readHistory, type CommandIO } from './runs-cli.js'
 
 export const RUNS_REPLAY_USAGE = usageLine(getCommand('runs replay'))
 
@@ -56,14 +55,15 @@ export async function runsReplayCommand(argv: string[], defaults: { stateDir: st
   const token = readToken(values['token-file'], defaults.env ?? process.env, stateDir)
   if ('error' in token) return usage(token.error)
 
-  const history = readHistory('runs replay', stateDir, io)
+  const reader = historyAt(stateDir)
+  const history = await readHistory('runs replay', reader, io)
   if (!history) return EXIT.failed
   const row = history.rows.find((r) => r.id === id)
   if (!row) {
-    io.stderr(`hookgate runs replay: no run with id ${printable(id)} in ${join(stateDir, RUNS_FILE)}\n`)
+    io.stderr(`hookgate runs replay: no run with id ${printable(id)} in ${reader.where}\n`)
     return EXIT.failed
   }
-  const received = RunStore.readReceived(stateDir, row)
+  const received = await reader.received(row)
   if (!received) {
     io.stderr(`hookgate runs replay: run ${id} has no stored request to send again (only mapped runs recorded by this version keep one, and a compaction may have dropped an old run's)\n`)
     return EXIT.failed

@@ -6,7 +6,7 @@
 // over in-memory fakes.
 import { randomUUID } from 'node:crypto'
 import type { BundleWorkflow, BundleWorkflowStep, RenderContext } from '../bundle-format.js'
-import type { NewRun, RunRow, RunStatus, TransitionExtra } from '../store/runs.js'
+import type { NewRun, RunRow, RunStatus, TransitionExtra } from '../store/store.js'
 import { templateHelpers } from '../template-helpers.js'
 import { wrapExternalContent } from '../envelope.js'
 

@@ -7,7 +7,7 @@
 // silently dropped payload, or harm to other requests.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore } from '../../runtime/store/runs.js'
+import { RunStore } from '../../runtime/store/file/runs.js'
 import { setTestToken } from '../runtime/http/harness.js'
 import { assertContractError, assertStillServing, postJson, sleep, startTarget, stopTarget, wakeTextOf, type Target } from './target.js'
 

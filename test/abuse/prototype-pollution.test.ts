@@ -5,7 +5,7 @@
 // the hostile requests and for a clean one sent after them.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore, type RunRow } from '../../runtime/store/runs.js'
+import { RunStore, type RunRow } from '../../runtime/store/file/runs.js'
 import { setTestToken } from '../runtime/http/harness.js'
 import { assertStillServing, postJson, startTarget, stopTarget, wakeTextOf, type Answer, type Target } from './target.js'
 

@@ -6,8 +6,8 @@ import { existsSync, readFileSync } from 'node:fs'
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { join } from 'node:path'
 import * as assert from 'uvu/assert'
-import { Journal } from '../../runtime/store/journal.js'
-import { RunStore } from '../../runtime/store/runs.js'
+import { Journal } from '../../runtime/store/file/journal.js'
+import { RunStore } from '../../runtime/store/file/runs.js'
 import { compileProject, spawnServe, type Project, type ServeProcess } from '../runtime/http/harness.js'
 
 /**

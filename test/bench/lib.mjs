@@ -62,7 +62,7 @@ export function readCli(name, usage, options) {
  * failed, and failed because the main session's queue dropped their event. Call after the build.
  */
 export async function runsOnDisk(stateDir) {
-  const { RunStore, RUNS_FILE } = await import(new URL('build/runtime/store/runs.js', pathToFileURL(root)).href)
+  const { RunStore, RUNS_FILE } = await import(new URL('build/runtime/store/file/runs.js', pathToFileURL(root)).href)
   let bytes = 0
   try { bytes = statSync(join(stateDir, RUNS_FILE)).size } catch { /* no history: all zero */ }
   const out = { rows: 0, bytes, succeeded: 0, failed: 0, dropped: 0 }

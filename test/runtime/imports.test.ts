@@ -232,5 +232,42 @@ runtime('compute a module specifier only where the bundle file itself is importe
   assert.equal(computed.sort(), ['bundle.ts:dynamic import', 'transforms/hookgate-worker.ts:dynamic import'])
 })
 
+// ---------------------------------------------------------------------------------------------
+const layering = suite('the store: one interface, two implementations beside it')
+
+const storeDir = join(runtimeDir, 'store')
+const IMPLEMENTATIONS = ['file', 'postgres'].map((name) => join(storeDir, name))
+/** the one module above the stores that names them: it picks one from the configuration */
+const PICKER = join(storeDir, 'open.ts')
+
+/** `file:line: specifier` for every import of a store implementation from outside it (and outside open.ts). */
+function implementationImports(fromFile: string, source: string): string[] {
+  if (fromFile === PICKER || IMPLEMENTATIONS.some((dir) => isInside(fromFile, dir))) return []
+  return findImports(source, fromFile).flatMap((imp) => {
+    if (imp.specifier === null || !isRelativeOrAbsolute(imp.specifier)) return []
+    const target = resolve(dirname(fromFile), imp.specifier)
+    return IMPLEMENTATIONS.some((dir) => isInside(target, dir)) ? [`${relative(repoRoot, fromFile)}:${imp.line}: ${imp.specifier}`] : []
+  })
+}
+
+layering('the interface is runtime/store/store.ts, and the file store lives in its own folder beside it', () => {
+  const names = files.map((f) => relative(runtimeDir, f))
+  assert.ok(names.includes(join('store', 'store.ts')))
+  assert.ok(names.some((n) => n.startsWith(join('store', 'file') + sep)))
+})
+
+layering('nothing above the store imports an implementation: only runtime/store/open.ts names them', () => {
+  const above = [...files, ...listTypeScript(adminDir), ...listTypeScript(join(repoRoot, 'gmail')), ...listTypeScript(compilerDir)]
+  assert.equal(above.flatMap((f) => implementationImports(f, readFileSync(f, 'utf8'))), [])
+})
+
+layering('the check sees an implementation import, and lets open.ts and the implementations through', () => {
+  assert.equal(implementationImports(join(runtimeDir, 'agents', 'engine.ts'), "import { RunStore } from '../store/file/runs.js'\n").length, 1)
+  assert.equal(implementationImports(join(runtimeDir, 'service.ts'), "const pg = await import('./store/postgres/index.js')\n").length, 1)
+  assert.equal(implementationImports(PICKER, "import { FileStore } from './file/index.js'\n"), [])
+  assert.equal(implementationImports(join(storeDir, 'file', 'runs.ts'), "import { Journal } from './journal.js'\n"), [])
+})
+
 scanner.run()
 runtime.run()
+layering.run()

@@ -6,7 +6,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
 import { compileProject, post, setTestToken, spawnServe, until } from '../http/harness.js'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 
 const token = setTestToken()
 const model = await startFakeOpenAI()

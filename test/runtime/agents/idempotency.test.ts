@@ -2,7 +2,7 @@
 // duplicates, and keys that outlive a restart.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 import { assertError, compileProject, post, serveProject, setTestToken, type Harness } from '../http/harness.js'
 
 const token = setTestToken()

@@ -2,6 +2,7 @@
 // timing race: the files are laid out by hand, then the engine starts on them). Whatever the run
 // had already done before the crash — asked the model, delivered the reply, queued the summary for
 // the main session — is not done again; what it had not done is done exactly once.
+import { openStore, storeOptionsOf } from '../../../runtime/store/open.js'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
@@ -9,7 +10,7 @@ import * as assert from 'uvu/assert'
 import { loadBundle } from '../../../runtime/bundle.js'
 import { Engine, type Deliverer } from '../../../runtime/agents/engine.js'
 import type { ModelProvider } from '../../../runtime/agents/models.js'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 import { compileProject, setTestToken } from '../http/harness.js'
 import { scratchDir } from '../../helpers/paths.js'
 
@@ -72,7 +73,7 @@ async function resume(dir: string) {
   const delivered: Array<{ text: string; to: string | null }> = []
   const { model, heartbeats } = countingModel(asked, 'a fresh reply')
   const out: Deliverer = { async deliver(d) { delivered.push({ text: d.text, to: d.to }); return { attempts: 1, detail: '200' } } }
-  const engine = Engine.open(dir, bundle.config, bundle.workflows, { fsync: false, models: { providerFor: () => model }, channels: new Map([['out', out]]) })
+  const engine = Engine.open(openStore(dir, storeOptionsOf(bundle.config, false)), bundle.config, bundle.workflows, { models: { providerFor: () => model }, channels: new Map([['out', out]]) })
   assert.is(engine.resumeUnfinished(), 1, 'one unfinished run found')
   assert.ok(await engine.drain(5000), 'the resumed run finished')
   await engine.close()
@@ -161,7 +162,7 @@ compacted('only what unfinished runs and unread events need is kept; the resumed
   const delivered: string[] = []
   const { model, heartbeats } = countingModel(asked, 'fresh')
   const out: Deliverer = { async deliver(d) { delivered.push(d.text); return { attempts: 1, detail: '200' } } }
-  const engine = Engine.open(dir, bundle.config, bundle.workflows, { fsync: false, compactAboveBytes: 1, models: { providerFor: () => model }, channels: new Map([['out', out]]) })
+  const engine = Engine.open(openStore(dir, { ...storeOptionsOf(bundle.config, false), logCompactAboveBytes: 1 }), bundle.config, bundle.workflows, { models: { providerFor: () => model }, channels: new Map([['out', out]]) })
 
   const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>)
   // the transcript file: the unfinished run's reply only
@@ -183,7 +184,7 @@ compacted('only what unfinished runs and unread events need is kept; the resumed
 compacted('under the size bound nothing is rewritten', async () => {
   const dir = stateAfterCrash({ reply: true, delivered: true, summary: true })
   const before = readFileSync(join(dir, 'sessions', 'isolated.jsonl'), 'utf8') + readFileSync(join(dir, 'sessions', 'main', 'main.jsonl'), 'utf8')
-  const engine = Engine.open(dir, bundle.config, bundle.workflows, { fsync: false })
+  const engine = Engine.open(openStore(dir, storeOptionsOf(bundle.config, false)), bundle.config, bundle.workflows)
   await engine.close()
   assert.is(readFileSync(join(dir, 'sessions', 'isolated.jsonl'), 'utf8') + readFileSync(join(dir, 'sessions', 'main', 'main.jsonl'), 'utf8'), before)
 })

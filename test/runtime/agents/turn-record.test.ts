@@ -1,6 +1,7 @@
 // Regression: a heartbeat took the events out of the queue and then failed to write its turn
 // record, so the wakes it had read were never settled and stayed queued forever. Now a turn that
 // cannot be recorded fails its runs, with the reason.
+import { FileStore } from '../../../runtime/store/file/index.js'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -11,10 +12,10 @@ const turn = suite('a heartbeat turn whose record cannot be written')
 
 turn('fails the wakes it read, saying the turn could not be recorded', async () => {
   const settled: Array<{ ids: string[]; error?: string }> = []
-  const session = MainSession.open('main', join(scratchDir(), 'main.jsonl'), {
+  const session = MainSession.open('main', FileStore.open(scratchDir(), { fsync: false }), {
     runHeartbeat: async () => 'ok',
     settleWakes: async (ids, error) => { settled.push({ ids, ...(error ? { error } : {}) }) },
-  }, { fsync: false })
+  })
   session.enqueue({ type: 'event', id: 'event:r1', runId: 'r1', text: 'one', external: true, source: 'hook', at: '2026-01-01T00:00:00.000Z' })
   session.enqueue({ type: 'event', id: 'event:r2', runId: 'r2', text: 'two', external: true, source: 'hook', at: '2026-01-01T00:00:00.000Z' })
   await session.journal.close() // every later append rejects
@@ -26,10 +27,10 @@ turn('fails the wakes it read, saying the turn could not be recorded', async () 
 
 turn('settles the wakes as succeeded when the record is written', async () => {
   const settled: Array<{ ids: string[]; error?: string }> = []
-  const session = MainSession.open('main', join(scratchDir(), 'main.jsonl'), {
+  const session = MainSession.open('main', FileStore.open(scratchDir(), { fsync: false }), {
     runHeartbeat: async () => 'x'.repeat(3 * 1024 * 1024),
     settleWakes: async (ids, error) => { settled.push({ ids, ...(error ? { error } : {}) }) },
-  }, { fsync: false })
+  })
   session.enqueue({ type: 'event', id: 'event:r1', runId: 'r1', text: 'one', external: true, source: 'hook', at: '2026-01-01T00:00:00.000Z' })
   await session.heartbeat()
   assert.equal(settled, [{ ids: ['r1'] }])

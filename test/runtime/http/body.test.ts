@@ -4,8 +4,8 @@
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore } from '../../../runtime/store/runs.js'
-import { Journal } from '../../../runtime/store/journal.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
+import { Journal } from '../../../runtime/store/file/journal.js'
 import { jsonBodyText } from '../../../runtime/http/body.js'
 import { assertError, assertOk, assertRawError, head, post, RawClient, send, serve, setTestToken, sleep, within, type Harness } from './harness.js'
 

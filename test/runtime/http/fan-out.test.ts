@@ -4,7 +4,7 @@ import { request } from 'node:http'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
-import { RunStore, type RunRow } from '../../../runtime/store/runs.js'
+import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
 import { assertError, assertOk, post, runReaches, serve, setTestToken, until, type Harness } from './harness.js'
 
 const token = setTestToken()
@@ -128,11 +128,11 @@ forEach('all the runs of one request are written by one journal append, one flus
   // wakes waiting for a heartbeat that never comes: once the earlier agent runs are done,
   // nothing else writes the history meanwhile
   await until('the earlier runs to finish', () => (h.service.engine.backlog === 0 ? true : undefined))
-  const before = { ...h.service.engine.runs.journalStats }
+  const before = { ...(h.service.engine.runs as RunStore).journalStats }
   const r = await call('/hooks/pings', { events: [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }] })
   const body = assertOk(r, 200, ['ok', 'action', 'runId', 'runIds', 'mode'])
   assert.is(body.runIds.length, 4)
-  const after = h.service.engine.runs.journalStats
+  const after = (h.service.engine.runs as RunStore).journalStats
   assert.equal({ appends: after.appends - before.appends, flushes: after.flushes - before.flushes, fsyncs: after.fsyncs - before.fsyncs }, { appends: 1, flushes: 1, fsyncs: 1 })
   assert.equal(body.runIds.map((id: string) => (h.service.engine.runs.get(id)?.request as { text: string }).text), ['ping 1', 'ping 2', 'ping 3', 'ping 4'])
 })

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path'
 import * as assert from 'uvu/assert'
 import { compileFile } from '../../../compiler/index.js'
 import { startService, type Service } from '../../../runtime/service.js'
-import { RunStore, type RunRow } from '../../../runtime/store/runs.js'
+import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
 import { hookgateBin } from '../../helpers/paths.js'
 
 /** A fresh random hook token in HOOKGATE_TEST_TOKEN, for configs written with token: ${HOOKGATE_TEST_TOKEN}. */

@@ -6,8 +6,8 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { Journal } from '../../../runtime/store/journal.js'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { Journal } from '../../../runtime/store/file/journal.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 import { compileProject, post, runReaches, serveProject, setTestToken } from './harness.js'
 
 const TOKEN = setTestToken()

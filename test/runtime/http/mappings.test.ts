@@ -4,8 +4,8 @@
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { Journal } from '../../../runtime/store/journal.js'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { Journal } from '../../../runtime/store/file/journal.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 import { assertError, assertOk, post, rowOf, runReaches, send, serve, setTestToken, type Harness } from './harness.js'
 
 const TOKEN = setTestToken()

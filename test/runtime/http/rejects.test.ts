@@ -8,7 +8,7 @@ import { Agent, request } from 'node:http'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RejectLog, REJECTS_FILE, REJECTS_OLDER_FILE, type RejectRecord } from '../../../runtime/store/rejects.js'
+import { RejectLog, REJECTS_FILE, REJECTS_OLDER_FILE, type RejectRecord } from '../../../runtime/store/file/rejects.js'
 import { describeRun, hookgate, stdoutJson } from '../../cli/cli-helpers.js'
 import { assertError, assertRawError, compileProject, head, RawClient, send, setTestToken, spawnServe, until, type Project, type ServeProcess } from './harness.js'
 

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { BUNDLE_FILE } from '../../../runtime/bundle-format.js'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 import { assertError, assertOk, compileProject, head, post, RawClient, recompile, scratchDir, serveProject, sleep, spawnServe, setTestToken, until, within, type Harness, type Project, type ServeProcess } from './harness.js'
 
 const TOKEN = setTestToken()

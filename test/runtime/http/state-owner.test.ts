@@ -7,7 +7,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 import { hookgateBin } from '../../helpers/paths.js'
 import { compileProject, post, setTestToken, spawnServe, until, type Project } from './harness.js'
 

@@ -4,7 +4,7 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileProject, recompile, serveProject, setTestToken, until, type Harness } from './harness.js'
-import { RunStore, type RunRow } from '../../../runtime/store/runs.js'
+import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
 import { fireTask, taskRunId } from '../../../runtime/scheduler/fire.js'
 import { sleep } from '../../helpers/async.js'
 

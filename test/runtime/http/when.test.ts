@@ -61,7 +61,7 @@ when('when no mapping\'s conditions hold the answer is 204 and a skipped run wit
   const r = await post(h.origin, '/hooks/github', TOKEN, { action: 'closed', number: 8 }, { 'x-github-event': 'pull_request', 'x-correlation-id': 'filtered-pr-8' })
   assert.is(r.status, 204, r.text)
   assert.is(r.text, '')
-  const rows = (await import('../../../runtime/store/runs.js')).RunStore.readRows(h.stateDir).filter((row) => row.correlationId === 'filtered-pr-8')
+  const rows = (await import('../../../runtime/store/file/runs.js')).RunStore.readRows(h.stateDir).filter((row) => row.correlationId === 'filtered-pr-8')
   assert.is(rows.length, 1)
   assert.is(rows[0]!.status, 'skipped')
   assert.is(rows[0]!.result, 'filtered')

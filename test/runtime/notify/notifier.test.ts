@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert'
 import type { BundleConfig, BundleRoute } from '../../../runtime/bundle-format.js'
 import type { Deliverer } from '../../../runtime/agents/engine.js'
 import { Notifier, type NotifierStore } from '../../../runtime/notify/notifier.js'
-import type { RunNotification, RunRow, RunStatus } from '../../../runtime/store/runs.js'
+import type { RunNotification, RunRow, RunStatus } from '../../../runtime/store/file/runs.js'
 import { until } from '../http/harness.js'
 
 class FakeStore implements NotifierStore {

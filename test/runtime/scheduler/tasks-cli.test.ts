@@ -4,7 +4,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileProject, setTestToken, type Project } from '../http/harness.js'
 import { describeRun, hookgate, stdoutJson } from '../../cli/cli-helpers.js'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 import { taskRunId } from '../../../runtime/scheduler/fire.js'
 import { tasksCommand, type TaskListing } from '../../../runtime/scheduler/tasks-cli.js'
 

@@ -1,10 +1,11 @@
 // server.history in hooks.yaml reaches the run store: the compiler turns keepRuns, compactAboveMiB
 // and keepRequestMiB into the bundle's server.history, and the engine opens the history with them.
+import { openStore, storeOptionsOf } from '../../../runtime/store/open.js'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { loadBundle } from '../../../runtime/bundle.js'
 import { Engine } from '../../../runtime/agents/engine.js'
-import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES, RunStore } from '../../../runtime/store/runs.js'
+import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES, RunStore } from '../../../runtime/store/file/runs.js'
 import { compileProject, setTestToken } from '../http/harness.js'
 import { scratchDir } from '../../helpers/paths.js'
 
@@ -31,7 +32,7 @@ history('keepRuns, compactAboveMiB and keepRequestMiB from hooks.yaml decide wha
   // a little over 1 MiB of finished runs, each request in its own file (over 64 KiB)
   for (let i = 0; i < 12; i++) await store.create({ id: `old-${i}`, definitionKind: 'hook', definitionId: 'orders', correlationId: `c-${i}`, action: 'wake', status: 'failed', received: { path: '/hooks/orders', query: {}, headers: {}, payload: { pad: String(i).repeat(100 * 1024) } } })
   await store.close()
-  const engine = Engine.open(dir, bundle.config, bundle.workflows, { fsync: false })
+  const engine = Engine.open(openStore(dir, storeOptionsOf(bundle.config, false)), bundle.config, bundle.workflows)
   try {
     assert.ok(engine.runs.compaction, 'compacted past 1 MiB')
     assert.is(engine.runs.compaction!.keptRuns, 3)

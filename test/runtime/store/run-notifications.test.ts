@@ -4,7 +4,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
-import { NOTIFICATIONS_MAX, RunStore, type NewRun, type RunNotification, type RunRow } from '../../../runtime/store/runs.js'
+import { NOTIFICATIONS_MAX, RunStore, type NewRun, type RunNotification, type RunRow } from '../../../runtime/store/file/runs.js'
 import { tempDir } from '../../helpers/paths.js'
 
 const scratch = tempDir('hookgate-run-notes-')

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { RunStore } from '../../../runtime/store/runs.js'
+import { RunStore } from '../../../runtime/store/file/runs.js'
 import { repoRoot, tempDir } from '../../helpers/paths.js'
 
 const ACKED_BEFORE_KILL = 60
@@ -14,7 +14,7 @@ const ACKED_BEFORE_KILL = 60
  * resolved, move to running, print `running <id>`. It never stops on its own.
  */
 function childScript(): string {
-  const runsModule = pathToFileURL(join(repoRoot, 'build', 'runtime', 'store', 'runs.js')).href
+  const runsModule = pathToFileURL(join(repoRoot, 'build', 'runtime', 'store', 'file', 'runs.js')).href
   return `
 import { RunStore } from ${JSON.stringify(runsModule)}
 const store = RunStore.open(process.argv[2])

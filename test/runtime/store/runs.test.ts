@@ -2,7 +2,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { REQUEST_INLINE_MAX_CHARS, RUNS_FILE, RunStore, RunStoreError, boundJsonSize, rawJsonPayload, type NewRun, type RunRow } from '../../../runtime/store/runs.js'
+import { REQUEST_INLINE_MAX_CHARS, RUNS_FILE, RunStore, RunStoreError, boundJsonSize, rawJsonPayload, type NewRun, type RunRow } from '../../../runtime/store/file/runs.js'
 import { tempDir } from '../../helpers/paths.js'
 import { rejectionOf } from '../../helpers/async.js'
 

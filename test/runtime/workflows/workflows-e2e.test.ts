@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert'
 import { compileProject, post, runReaches, serve, setTestToken, spawnServe, until } from '../http/harness.js'
 import { hookgate, stdoutJson } from '../../cli/cli-helpers.js'
 import { scratchDir } from '../../helpers/paths.js'
-import { RunStore, type RunRow } from '../../../runtime/store/runs.js'
+import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
 
 const token = setTestToken()
 process.env.HOOKGATE_TEST_STEP_KEY = 'step-key-123'

@@ -21,7 +21,10 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { renameSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Journal } from './journal.js'
-import { isSecretHeader } from '../template-helpers.js'
+import { isSecretHeader } from '../../template-helpers.js'
+import type { RefusalRecorder, RejectRecord } from '../store.js'
+
+export type { RejectRecord } from '../store.js'
 
 export const REJECTS_FILE = 'rejects.jsonl'
 /** the older segment: the newest records are always in REJECTS_FILE */
@@ -47,28 +50,6 @@ const MINUTE_MS = 60_000
 /** A value that carries a credential whatever its header is called (`X-Upstream: Bearer …`). */
 const CREDENTIAL_VALUE = /^\s*(?:bearer|basic|digest|token|negotiate)\s/i
 
-/** One line of the log: a bucket as it stood when written (the reader keeps the last per id). */
-export interface RejectRecord {
-  id: string
-  /** the first refusal of this bucket (ISO 8601) */
-  firstAt: string
-  /** the latest refusal counted in `count` */
-  lastAt: string
-  /** refusals folded into this record: same client, path, status and code within one minute */
-  count: number
-  method: string
-  path: string
-  client: string
-  status: number
-  code: string
-  /** the first request's headers, secrets redacted by name, at most MAX_HEADERS */
-  headers: Record<string, string>
-  /** headers past MAX_HEADERS, left out */
-  headersOmitted?: number
-  /** only under `serve --log-bodies`: the first 2 KiB of the first request's body, when it was read */
-  body?: string
-}
-
 export interface RejectLogOptions {
   segmentBytes?: number
   maxBuckets?: number
@@ -91,9 +72,6 @@ export interface RejectLogStats {
 }
 
 /** What the handler hands over: only the refusal path calls it (see createHandler's `fail`). */
-export interface RefusalRecorder {
-  note(client: string, path: string, status: number, code: string, method: string, headers: IncomingHttpHeaders | undefined, body: string | undefined): void
-}
 
 interface Bucket {
   key: string
@@ -341,16 +319,6 @@ export function redactHeaders(headers: IncomingHttpHeaders | undefined): { kept:
     kept[name.length > MAX_HEADER_NAME_CHARS ? name.slice(0, MAX_HEADER_NAME_CHARS) : name] = shown
   }
   return { kept, omitted }
-}
-
-/**
- * `90s`, `15m`, `2h`, `7d` in milliseconds; undefined when the text is none of those (a whole
- * number of at least 1 and one unit).
- */
-export function parseDuration(text: string): number | undefined {
-  const m = /^([1-9][0-9]{0,8})(s|m|h|d)$/.exec(text)
-  if (!m) return undefined
-  return Number(m[1]) * { s: 1000, m: MINUTE_MS, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd']
 }
 
 function toRecord(b: Bucket): RejectRecord {

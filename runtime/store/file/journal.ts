@@ -58,7 +58,8 @@ export interface JournalStats {
 }
 
 /** What one flush attempt did, for metrics (Journal.onFlush). */
-export interface FlushEvent { path: string; writeSeconds: number; fsyncSeconds: number; bytes: number; records: number; ok: boolean; error?: string }
+import type { FlushEvent } from '../store.js'
+export type { FlushEvent } from '../store.js'
 
 /** Whether the journal is writing; while not, since when and why. */
 export type JournalHealth = { ok: true } | { ok: false; since: number; reason: string }

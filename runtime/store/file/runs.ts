@@ -14,88 +14,14 @@
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Journal, type JournalOptions, type JournalStats } from './journal.js'
-import { isoNow } from '../clock.js'
+import { isoNow } from '../../clock.js'
+import {
+  FINAL_STATUSES, NEXT_STATUSES, RunStoreError, jsonSizeBoundOf, rawPayloadOf,
+  type Compaction, type DefinitionKind, type NewRun, type ReceivedRequest, type RunAction, type RunChangeListener, type RunHistory, type RunLog,
+  type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
+} from '../store.js'
 
 export const RUNS_FILE = 'runs.jsonl'
-
-export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped'
-export type DefinitionKind = 'hook' | 'trigger' | 'task'
-/** a workflow step's row has its step's action: http, transform and deliver exist only there */
-export type RunAction = 'wake' | 'agent' | 'workflow' | 'http' | 'transform' | 'deliver'
-
-export interface RunRow {
-  /** the runId given in the HTTP response */
-  id: string
-  definitionKind: DefinitionKind
-  /** mapping id, 'wake', 'agent', trigger or task id */
-  definitionId: string
-  correlationId: string
-  action: RunAction
-  status: RunStatus
-  createdAt: string
-  updatedAt: string
-  startedAt?: string
-  finishedAt?: string
-  agentId?: string
-  sessionKey?: string
-  name?: string
-  /** a human sentence, never a stack: only the first line is kept */
-  error?: string
-  attempts?: number
-  /** a short summary of the output, at most RESULT_MAX_CHARS characters */
-  result?: string
-  /** what is needed to run the action again after a crash (the rendered action); `hookgate runs` shows it only with --json */
-  request?: unknown
-  /**
-   * A request too large to keep in the history's own lines lives in a blob beside it (written and
-   * synced before the record naming it); memory holds it only while the run is unfinished.
-   */
-  requestBlob?: { name: string; bytes: number }
-  /** the Idempotency-Key the run was started with, and a hash of the request it came with */
-  idempotency?: { key: string; fingerprint: string }
-  /** the answer the client was given, replayed to a repeat with the same Idempotency-Key */
-  response?: { status: number; body: Record<string, unknown> }
-  /**
-   * A mapped request as it arrived, for `hookgate runs replay`: path, query, payload and headers
-   * with every secret header `[redacted]`. Kept on disk only (a large one in a blob, like
-   * `request`); memory drops it once the run is finished.
-   */
-  received?: ReceivedRequest
-  receivedBlob?: { name: string; bytes: number }
-  /** the run this one replays (`hookgate runs replay`) */
-  replayOf?: string
-  /** a task's run: the slot it fired for (ISO-8601 UTC); the scheduler finds its last firing by it */
-  scheduledFor?: string
-  /** a workflow step's row: the workflow's run, and the step's id in it */
-  parentRunId?: string
-  stepId?: string
-  /** a workflow step's output (what later steps read as {{steps.<id>.output}}); a large one is in outputBlob */
-  output?: unknown
-  outputBlob?: { name: string; bytes: number }
-  /** what the notify policy sent about this run (runtime/notify), oldest first, the newest NOTIFICATIONS_MAX kept */
-  notifications?: RunNotification[]
-}
-
-/** One notification about a run's state, as its channel took it (or did not). */
-export interface RunNotification {
-  at: string
-  /** the run status it told of */
-  state: RunStatus
-  channel: string
-  ok: boolean
-  attempts: number
-  /** why it was not delivered: a sentence, never a credential */
-  error?: string
-}
-
-/** What `received` holds: the request a mapping saw, without its secrets. */
-export interface ReceivedRequest {
-  /** the request path as sent, without the query string, e.g. `/hooks/github` */
-  path: string
-  query: Record<string, string>
-  headers: Record<string, string>
-  payload: unknown
-}
 
 export type RunRecord =
   | { type: 'run'; row: RunRow }
@@ -106,10 +32,6 @@ export type RunRecord =
   | { type: 'notified'; id: string; note: RunNotification }
 
 type StatusRecord = Extract<RunRecord, { type: 'status' }>
-
-/** startedAt and finishedAt default to the creation time when the run starts out running or finished */
-export type NewRun = Omit<RunRow, 'status' | 'createdAt' | 'updatedAt'> & { status?: RunStatus }
-export interface TransitionExtra { error?: string; result?: string; attempts?: number; output?: unknown }
 
 export interface RunStoreOptions extends JournalOptions {
   /** the clock for timestamps (tests) */
@@ -126,9 +48,6 @@ export interface RunStoreOptions extends JournalOptions {
   keepRequestBytes?: number
 }
 
-/** What a compaction at open did. */
-export interface Compaction { records: number; bytesBefore: number; bytesAfter: number; keptRuns: number; droppedRuns: number }
-
 export const DEFAULT_COMPACT_ABOVE_BYTES = 64 * 1024 * 1024
 export const DEFAULT_KEEP_HISTORY = 50_000
 
@@ -141,12 +60,6 @@ export const DEFAULT_RETAIN_FINISHED = 10_000
  */
 export const REQUEST_INLINE_MAX_CHARS = 448 * 1024
 
-/**
- * The upper bound of a value's JSON length, when the caller knows one (see boundJsonSize). A symbol
- * key: JSON.stringify and Object.keys never see it, and setting it costs a property store (a
- * WeakMap entry per request showed in the profile).
- */
-const JSON_SIZE_BOUND = Symbol('jsonSizeBound')
 
 /**
  * An upper bound of the JSON length of an object whose values are all strings, numbers, booleans
@@ -166,29 +79,9 @@ function flatJsonBound(value: object): number | undefined {
   return n
 }
 
-/**
- * Tells the store that `value` serialises to at most `chars` characters (a received request's
- * bound follows from the body's size), so a small one goes inline without being measured.
- */
-export function boundJsonSize(value: object, chars: number): void {
-  (value as { [JSON_SIZE_BOUND]?: number })[JSON_SIZE_BOUND] = chars
-}
-
-/**
- * The JSON text a received request's payload was parsed from, as bytes on one line (see
- * `jsonBodyText`). A symbol key, like JSON_SIZE_BOUND: when a received request carries it, its line
- * is written with these bytes spliced in instead of the payload serialised again.
- */
-const RAW_PAYLOAD = Symbol('rawPayload')
-
-/** Notes that `received.payload` was parsed from `json` (valid JSON text without a line break). */
-export function rawJsonPayload(received: ReceivedRequest, json: Buffer): void {
-  (received as { [RAW_PAYLOAD]?: Buffer })[RAW_PAYLOAD] = json
-}
-
 /** A received request's JSON as pieces (its other fields serialised, its payload's bytes as received), or undefined without those bytes. */
 function receivedPieces(received: unknown): [string, Buffer, string] | undefined {
-  const raw = (received as { [RAW_PAYLOAD]?: Buffer } | undefined)?.[RAW_PAYLOAD]
+  const raw = received === undefined ? undefined : rawPayloadOf(received as object)
   if (raw === undefined) return undefined
   const { path, query, headers } = received as ReceivedRequest
   const head = JSON.stringify({ path, query, headers })
@@ -213,44 +106,11 @@ export const ERROR_MAX_CHARS = 1000
 const STATUSES: ReadonlySet<string> = new Set<RunStatus>(['queued', 'running', 'succeeded', 'failed', 'timed_out', 'skipped'])
 const KINDS: ReadonlySet<string> = new Set<DefinitionKind>(['hook', 'trigger', 'task'])
 const ACTIONS: ReadonlySet<string> = new Set<RunAction>(['wake', 'agent', 'workflow', 'http', 'transform', 'deliver'])
-const FINAL: ReadonlySet<RunStatus> = new Set<RunStatus>(['succeeded', 'failed', 'timed_out', 'skipped'])
+const FINAL = FINAL_STATUSES
+const NEXT = NEXT_STATUSES
 
-/** Legal moves; `running → queued` re-queues a run interrupted by a crash. Final states have none. */
-const NEXT: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
-  queued: ['running', 'skipped', 'failed', 'succeeded'],
-  running: ['succeeded', 'failed', 'timed_out', 'queued'],
-  succeeded: [],
-  failed: [],
-  timed_out: [],
-  skipped: [],
-}
-
-export function isFinalStatus(status: RunStatus): boolean {
-  return FINAL.has(status)
-}
-
-export class RunStoreError extends Error {
-  readonly code: 'unknown_run' | 'duplicate_run' | 'illegal_transition' | 'invalid_run' | 'store_closed'
-  constructor(code: RunStoreError['code'], message: string) {
-    super(message)
-    this.name = 'RunStoreError'
-    this.code = code
-  }
-}
-
-export interface RunHistory {
-  /** newest first */
-  rows: RunRow[]
-  /** a torn last line (a write in progress or cut by a crash) */
-  torn: number
-  /** lines that were not JSON, or records that were not understood */
-  corrupt: number
-}
-
-/** A status a run entered, told once it is on disk: the row as it is now. */
-export type RunChangeListener = (row: RunRow) => void
-
-export class RunStore {
+/** The file store's run log: `<stateDir>/runs.jsonl` on the group-commit journal. */
+export class RunStore implements RunLog {
   /** Told of every status a run enters, once it is on disk (the metrics count them); keep it cheap. */
   static onDurable?: (action: RunAction, status: RunStatus) => void
   /** the instance's listeners (runtime/notify): called in the same turn as onDurable, so keep them cheap too */
@@ -441,7 +301,7 @@ export class RunStore {
         continue
       }
       // A value known to be small is not stringified twice (here to measure, then to write).
-      const bound = (value as { [JSON_SIZE_BOUND]?: number })[JSON_SIZE_BOUND] ?? flatJsonBound(value)
+      const bound = jsonSizeBoundOf(value) ?? flatJsonBound(value)
       if (bound !== undefined && bound <= REQUEST_INLINE_MAX_CHARS) continue
       const json = JSON.stringify(value)
       if (json.length <= REQUEST_INLINE_MAX_CHARS) continue
@@ -956,3 +816,7 @@ function clip(text: string, max: number): string {
   const chars = Array.from(text.slice(0, max + 1))
   return chars.length <= max ? chars.join('') : chars.slice(0, max - 1).join('') + '…'
 }
+
+// The contract's row types and rules, for the file store's own tests and tools.
+export { FINAL_STATUSES, RunStoreError, boundJsonSize, isFinalStatus, rawJsonPayload } from '../store.js'
+export type { Compaction, DefinitionKind, NewRun, ReceivedRequest, RunAction, RunChangeListener, RunHistory, RunNotification, RunRow, RunStatus, TransitionExtra } from '../store.js'

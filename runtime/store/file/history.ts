@@ -1,0 +1,54 @@
+// The file store's history as the CLIs and the operator page read it: runs.jsonl folded, its
+// blobs, the session logs and the rejected-request log, read without the lock (a server may be
+// writing them meanwhile; a line in progress reads as torn, not as an error).
+import { existsSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { Journal } from './journal.js'
+import { RejectLog } from './rejects.js'
+import { RUNS_FILE, RunStore } from './runs.js'
+import type { HistoryReader, ReceivedRequest, RejectRecord, RunHistory, RunRow } from '../store.js'
+
+export class FileHistory implements HistoryReader {
+  readonly where: string
+
+  constructor(readonly stateDir: string) {
+    this.where = join(stateDir, RUNS_FILE)
+  }
+
+  /** The file's identity and size: changes with every append and every compaction. */
+  async version(): Promise<string> {
+    try {
+      const s = statSync(this.where)
+      return `${s.ino}-${s.size}-${Math.round(s.mtimeMs)}`
+    } catch {
+      return 'none'
+    }
+  }
+
+  async read(): Promise<RunHistory> {
+    return existsSync(this.where) ? RunStore.readHistory(this.stateDir) : { rows: [], torn: 0, corrupt: 0 }
+  }
+
+  async request(row: RunRow): Promise<unknown> {
+    return RunStore.readRequest(this.stateDir, row)
+  }
+
+  async received(row: RunRow): Promise<ReceivedRequest | undefined> {
+    return RunStore.readReceived(this.stateDir, row)
+  }
+
+  async output(row: RunRow): Promise<unknown> {
+    return RunStore.readOutput(this.stateDir, row)
+  }
+
+  async logRecords<R extends object>(name: string): Promise<R[]> {
+    const file = join(this.stateDir, 'sessions', `${name}.jsonl`)
+    return existsSync(file) ? Journal.read<R>(file).records : []
+  }
+
+  async rejects(): Promise<{ records: RejectRecord[]; torn: number; corrupt: number }> {
+    return RejectLog.read(this.stateDir)
+  }
+
+  async close(): Promise<void> {}
+}
