@@ -180,15 +180,28 @@ runtime('never import yaml, typebox, esbuild or anything under compiler/ or admi
   assert.equal(problems, [])
 })
 
-runtime('import no package other than undici besides node: built-ins', () => {
+/** The PostgreSQL client: the store's one module that may load it, and only when a postgres:// store is opened. */
+const PG_CLIENT_MODULE = join('store', 'postgres', 'client.ts')
+
+runtime('import no package other than undici besides node: built-ins (and pg in the postgres store\'s client module)', () => {
   const packages = new Set<string>()
   for (const f of files) {
     for (const imp of findImports(readFileSync(f, 'utf8'), f)) {
       const pkg = imp.specifier === null ? undefined : packageOf(imp.specifier)
+      if (pkg === 'pg' && relative(runtimeDir, f) === PG_CLIENT_MODULE) continue
       if (pkg !== undefined) packages.add(pkg)
     }
   }
   assert.equal([...packages].filter((p) => !ALLOWED_PACKAGES.has(p)), [], 'bare imports other than undici (write node built-ins as node:…)')
+})
+
+runtime('load pg only with a dynamic import in the postgres store\'s client module (a file-store host never loads it)', () => {
+  const source = readFileSync(join(runtimeDir, PG_CLIENT_MODULE), 'utf8')
+  const pgImports = findImports(source, PG_CLIENT_MODULE).filter((imp) => imp.specifier === 'pg')
+  assert.ok(pgImports.some((imp) => imp.kind === 'dynamic import'), 'the client is loaded with import()')
+  const sf = ts.createSourceFile(PG_CLIENT_MODULE, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+  const staticValue = sf.statements.filter((st) => ts.isImportDeclaration(st) && ts.isStringLiteral(st.moduleSpecifier) && st.moduleSpecifier.text === 'pg' && !st.importClause?.isTypeOnly)
+  assert.equal(staticValue.length, 0, 'a static value import of pg would load it at every start')
 })
 
 /** Where a source text loads undici's code: every reference to it except type-only ones. */

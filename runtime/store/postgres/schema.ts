@@ -1,0 +1,114 @@
+// The PostgreSQL store's schema, as numbered migrations. The runtime applies the missing ones itself
+// at start, in one transaction under a transaction-scoped advisory lock (so several runtimes
+// starting together migrate once, and it works behind pgbouncer in transaction mode, where a
+// session lock would not hold); `hookgate store migrate --dry-run` prints what it would run.
+//
+// Tables are prefixed `hookgate_` so the store can share a database with other applications.
+// Soft state that may be lost in a database crash (leases, lock-out counters) is UNLOGGED: cheaper
+// to write, and what it holds is rebuilt or re-earned within seconds.
+
+export interface Migration {
+  version: number
+  /** what it does, one line (shown by --dry-run) */
+  title: string
+  sql: string
+}
+
+/** The key of the transaction-scoped advisory lock migrations run under ('hookgate' as bytes). */
+export const MIGRATION_LOCK_KEY = 0x686f6f6b67617465n
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    title: 'runs, idempotency keys, record logs, hosts, session leases, lock-out counters, rejected requests',
+    sql: `
+CREATE TABLE hookgate_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+
+-- One row per run. The columns are what queries filter and claim on; the row as the runtime
+-- sees it is in row (jsonb), with request (for a resume) and received (for a replay) beside it so
+-- that a listing does not read them.
+CREATE TABLE hookgate_runs (
+  id text PRIMARY KEY,
+  status text NOT NULL,
+  action text NOT NULL,
+  definition_kind text NOT NULL,
+  definition_id text NOT NULL,
+  correlation_id text NOT NULL,
+  agent_id text,
+  parent_run_id text,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  -- the runtime that runs it, and a counter bumped whenever another takes it over: a write that
+  -- names an older fence is from a runtime that lost the run and changes nothing
+  owner text NOT NULL,
+  fence bigint NOT NULL DEFAULT 1,
+  row jsonb NOT NULL,
+  request jsonb,
+  received jsonb
+);
+CREATE INDEX hookgate_runs_created ON hookgate_runs (created_at DESC, id DESC);
+CREATE INDEX hookgate_runs_unfinished ON hookgate_runs (owner) WHERE status IN ('queued', 'running');
+CREATE INDEX hookgate_runs_parent ON hookgate_runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
+CREATE INDEX hookgate_runs_correlation ON hookgate_runs (correlation_id);
+
+-- Idempotency-Key → the run it started and the answer it got. Written in the same statement as
+-- the run, so a key has at most one run across every runtime; a concurrent duplicate waits on the
+-- unique key for the first one's commit. A key past the window may be taken again.
+CREATE TABLE hookgate_idempotency (
+  key text PRIMARY KEY,
+  fingerprint text NOT NULL,
+  run_id text NOT NULL,
+  response jsonb NOT NULL,
+  created_at timestamptz NOT NULL
+);
+
+-- Record logs (an agent's main session, the isolated transcripts), in append order.
+CREATE TABLE hookgate_logs (
+  log text NOT NULL,
+  seq bigserial,
+  record jsonb NOT NULL,
+  PRIMARY KEY (log, seq)
+);
+
+-- The runtimes sharing the database: each renews its row; one whose row expired is dead, and
+-- the others take over its unfinished runs.
+CREATE UNLOGGED TABLE hookgate_hosts (
+  id text PRIMARY KEY,
+  started_at timestamptz NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+
+-- One heartbeat turn per agent session at a time: the owner's lease, fenced.
+CREATE UNLOGGED TABLE hookgate_session_leases (
+  agent_id text PRIMARY KEY,
+  owner text NOT NULL,
+  fence bigint NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+
+-- Failed logins per client address, merged from every runtime's local counters.
+CREATE UNLOGGED TABLE hookgate_auth_failures (
+  client text PRIMARY KEY,
+  failures integer NOT NULL,
+  window_start timestamptz NOT NULL,
+  locked_until timestamptz
+);
+
+-- The rejected-request log: one row per bucket (client, path, status, code, minute).
+CREATE TABLE hookgate_rejects (
+  id text PRIMARY KEY,
+  last_at timestamptz NOT NULL,
+  record jsonb NOT NULL
+);
+CREATE INDEX hookgate_rejects_last ON hookgate_rejects (last_at DESC);
+`,
+  },
+]
+
+/** The newest schema version this runtime knows. */
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version
+
+/** The migrations a database at `current` (0: empty) still needs, in order. */
+export function pendingMigrations(current: number): Migration[] {
+  return MIGRATIONS.filter((m) => m.version > current)
+}
