@@ -7,6 +7,7 @@ import { startService } from './service.js'
 import { runsCommand, runsShowCommand } from './store/runs-cli.js'
 import { runsReplayCommand } from './store/runs-replay.js'
 import { rejectsCommand } from './store/rejects-cli.js'
+import { storeMigrateCommand } from './store/store-cli.js'
 import { tasksCommand } from './scheduler/tasks-cli.js'
 import { dryRun } from './try.js'
 
@@ -17,6 +18,7 @@ export const TRY_USAGE = usageLine(getCommand('try'))
 export async function main(command: string, argv: string[]): Promise<number | undefined> {
   if (command === 'try') return tryCommand(argv)
   if (command === 'serve') return serveCommand(argv)
+  if (command === 'store migrate') return storeMigrateCommand(argv, { env: process.env })
   if (command === 'runs') return runsCommand(argv, { stateDir: '.hookgate' })
   if (command === 'runs show') return runsShowCommand(argv, { stateDir: '.hookgate' })
   if (command === 'runs replay') return runsReplayCommand(argv, { stateDir: '.hookgate' })

@@ -184,6 +184,21 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
   },
   {
+    name: 'store migrate',
+    args: '',
+    summary: 'create or update the PostgreSQL store\'s tables (a runtime on that store does it itself at start)',
+    side: 'runtime',
+    flags: [
+      { name: 'store', value: 'URL', description: 'the PostgreSQL store, postgres://user:password@host:port/database (default: $HOOKGATE_STORE_URL)' },
+      { name: 'dry-run', description: 'print the migrations it would apply, and change nothing' },
+    ],
+    notes: [
+      'migrations run in one transaction under a transaction-scoped advisory lock, so runtimes starting together migrate once;',
+      'the URL is never printed with its password',
+      'exit 0 when the schema is current (with --dry-run: when the plan was printed), 1 when the database cannot be reached or refuses it, 2 usage error',
+    ],
+  },
+  {
     name: 'admin',
     args: '',
     summary: 'serve the operator page: Agents, their Tasks and Webhook Triggers, run history',

@@ -35,3 +35,26 @@ export function observeStore(hooks: { onFlush?: (e: FlushEvent) => void; onDurab
   Journal.onFlush = hooks.onFlush
   RunStore.onDurable = hooks.onDurable
 }
+
+/** Whether `spec` names a PostgreSQL store (postgres:// or postgresql://). */
+export function isPostgresUrl(spec: string): boolean {
+  return /^postgres(?:ql)?:\/\//i.test(spec)
+}
+
+/** A store URL as it may be shown: without its password (in the authority or a password= parameter). */
+export function shownStoreUrl(url: string): string {
+  // not new URL(): a libpq URL may have an empty host (postgres://user@/db?host=/socket/dir)
+  return url.replace(/^(postgres(?:ql)?:\/\/[^:/@?#]*):[^@/?#]*@/i, '$1:***@').replace(/([?&]password=)[^&#]*/gi, '$1***')
+}
+
+/** `hookgate store migrate`: brings a PostgreSQL store's schema up to date, or with dryRun says how. */
+export async function migrateStore(url: string, options: { dryRun?: boolean } = {}): Promise<{ from: number; to: number; migrations: Array<{ version: number; title: string }> }> {
+  const { openPool } = await import('./postgres/client.js')
+  const { migrate } = await import('./postgres/migrate.js')
+  const db = await openPool(url, { max: 1 })
+  try {
+    return await migrate(db, options)
+  } finally {
+    await db.close()
+  }
+}

@@ -33,6 +33,10 @@ export async function openPool(url: string, options: PoolOptions = {}): Promise<
   // An idle connection the server closed (a restart, a crash): the pool drops it and opens a new
   // one when one is next needed.
   pool.on('error', (err) => options.warn?.(`an idle database connection was closed: ${err.message}`))
+  // and every connection hears of its own end, whenever it comes: one that drops while checked out
+  // (between two queries of a transaction) would otherwise be an uncaught exception; the query
+  // that was running, if any, is rejected as well, and that is what the caller sees
+  pool.on('connect', (client) => { client.on('error', () => {}) })
   const result = <T>(r: PgResult): QueryResult<T> => ({ rows: r.rows as T[], rowCount: r.rowCount ?? 0 })
   return {
     async query<T>(text: string, params?: readonly unknown[]): Promise<QueryResult<T>> {
