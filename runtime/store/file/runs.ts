@@ -15,6 +15,7 @@ import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Journal, type JournalOptions, type JournalStats } from './journal.js'
 import { isoNow } from '../../clock.js'
+import { ACTIONS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus } from '../rows.js'
 import {
   FINAL_STATUSES, NEXT_STATUSES, RunStoreError, jsonSizeBoundOf, rawPayloadOf,
   type Compaction, type DefinitionKind, type NewRun, type ReceivedRequest, type RunAction, type RunChangeListener, type RunHistory, type RunLog,
@@ -96,16 +97,6 @@ function piecesLength(pieces: readonly (string | Buffer)[]): number {
 /** A compaction keeps the request blobs of finished runs up to this many bytes, newest first. */
 export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
 
-export const RESULT_MAX_CHARS = 500
-/** An output whose JSON is longer than this is kept in a blob, not in the status line. */
-export const OUTPUT_INLINE_MAX_CHARS = 16 * 1024
-/** A row keeps this many notifications, the newest (a `state` policy sends a handful per run). */
-export const NOTIFICATIONS_MAX = 20
-export const ERROR_MAX_CHARS = 1000
-
-const STATUSES: ReadonlySet<string> = new Set<RunStatus>(['queued', 'running', 'succeeded', 'failed', 'timed_out', 'skipped'])
-const KINDS: ReadonlySet<string> = new Set<DefinitionKind>(['hook', 'trigger', 'task'])
-const ACTIONS: ReadonlySet<string> = new Set<RunAction>(['wake', 'agent', 'workflow', 'http', 'transform', 'deliver'])
 const FINAL = FINAL_STATUSES
 const NEXT = NEXT_STATUSES
 
@@ -177,7 +168,7 @@ export class RunStore implements RunLog {
     let row: RunRow
     try {
       if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
-      row = this.newRow(input)
+      row = buildRow(input, this.isoNow())
       if (this.rows.has(row.id) || this.inFlight.has(row.id)) throw new RunStoreError('duplicate_run', `a run with id ${row.id} already exists`)
     } catch (err) {
       return Promise.reject(err)
@@ -211,7 +202,7 @@ export class RunStore implements RunLog {
       if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
       const ids = new Set<string>()
       rows = inputs.map((input) => {
-        const row = this.newRow(input)
+        const row = buildRow(input, this.isoNow())
         if (this.rows.has(row.id) || this.inFlight.has(row.id) || ids.has(row.id)) throw new RunStoreError('duplicate_run', `a run with id ${row.id} already exists`)
         ids.add(row.id)
         return row
@@ -386,7 +377,7 @@ export class RunStore implements RunLog {
         let n = 0
         for (const id of now) {
           const row = this.rows.get(id)
-          if (row) { const next = applyStatus(row, record, true); this.rows.set(id, next); n++; RunStore.onDurable?.(row.action, status); this.tell(next); this.announce(next) }
+          if (row) { const next = withStatus(row, record, true); this.rows.set(id, next); n++; RunStore.onDurable?.(row.action, status); this.tell(next); this.announce(next) }
         }
         this.countFinished(n)
       })
@@ -413,7 +404,7 @@ export class RunStore implements RunLog {
       const record: StatusRecord = { type: 'status', id, status, at: this.isoNow(), ...cleanExtra(extra) }
       if (extra.output !== undefined) this.attachOutput(record, extra.output)
       await this.journal.append(record)
-      const next = applyStatus(row, record)
+      const next = withStatus(row, record)
       RunStore.onDurable?.(row.action, status)
       // A finished run is never run again: its request stays on disk, not in memory.
       if (FINAL.has(status)) {
@@ -454,7 +445,7 @@ export class RunStore implements RunLog {
       const record: Extract<RunRecord, { type: 'notified' }> = { type: 'notified', id, note: cleanNote(note) }
       await this.journal.append(record)
       const row = this.rows.get(id)
-      if (row) this.rows.set(id, applyNote(row, record.note))
+      if (row) this.rows.set(id, withNote(row, record.note))
     })
   }
 
@@ -541,52 +532,10 @@ export class RunStore implements RunLog {
     return next
   }
 
-  private newRow(input: NewRun): RunRow {
-    if (input === null || typeof input !== 'object') throw new RunStoreError('invalid_run', 'a run needs an object')
-    for (const key of ID_FIELDS) {
-      if (typeof input[key] !== 'string' || input[key] === '') throw new RunStoreError('invalid_run', `a run needs a non-empty string ${key}`)
-    }
-    if (!KINDS.has(input.definitionKind)) throw new RunStoreError('invalid_run', `unknown definitionKind "${String(input.definitionKind)}" (hook, trigger or task)`)
-    if (!ACTIONS.has(input.action)) throw new RunStoreError('invalid_run', `unknown action "${String(input.action)}" (wake, agent or workflow)`)
-    const status = input.status ?? 'queued'
-    if (!STATUSES.has(status)) throw new RunStoreError('invalid_run', `unknown run status "${String(status)}"`)
-    const at = this.isoNow()
-    // Field by field, in the documented order: no spread copies on the hot path.
-    const row: RunRow = { id: input.id, definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: input.action, status, createdAt: at, updatedAt: at }
-    if (status !== 'queued') row.startedAt = input.startedAt ?? at
-    if (FINAL.has(status)) row.finishedAt = input.finishedAt ?? at
-    for (const key of OPTIONAL_STRINGS) {
-      const v = input[key]
-      if (v === undefined) continue
-      if (typeof v !== 'string') throw new RunStoreError('invalid_run', `run ${input.id}: ${key} must be a string`)
-      row[key] = v
-    }
-    if (input.error !== undefined || input.result !== undefined || input.attempts !== undefined) {
-      const extra = cleanExtra(input)
-      if (extra.error !== undefined) row.error = extra.error
-      if (extra.result !== undefined) row.result = extra.result
-      if (extra.attempts !== undefined) row.attempts = extra.attempts
-    }
-    // What is in memory must equal what a restart folds back from the file: the data-carrying
-    // fields hold plain JSON, checked here without a copy (a JSON round trip showed in the profile).
-    for (const key of DATA_FIELDS) {
-      const v = input[key]
-      if (v === undefined) continue
-      // A received request is the client's payload as parsed (1e999999 is Infinity): memory never
-      // holds it, so what JSON makes of it on disk (null) is all anyone reads; it is not refused.
-      const problem = key === 'received' ? undefined : notPlainJson(v, 0)
-      if (problem) throw new RunStoreError('invalid_run', `run ${input.id} cannot be stored as JSON: ${problem}`)
-      ;(row as unknown as Record<string, unknown>)[key] = v
-    }
-    return Object.freeze(row)
-  }
+
 }
 
-const OPTIONAL_STRINGS = ['agentId', 'sessionKey', 'name', 'replayOf', 'scheduledFor', 'parentRunId', 'stepId'] as const
-const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob', 'received', 'receivedBlob', 'output', 'outputBlob'] as const
-/** Data fields that move into a blob when large, each with the field that then names the blob. */
 const BLOB_FIELDS = [['request', 'requestBlob'], ['received', 'receivedBlob']] as const
-const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
 
 /**
  * Rewrites runs.jsonl when it has grown past `compactAboveBytes`: one `run` record per kept row, in
@@ -678,27 +627,6 @@ function readBlobJson(stateDir: string, name: string): unknown {
 }
 
 /** Why `v` would not come back the same from JSON (undefined when it would), checked to a depth. */
-function notPlainJson(v: unknown, depth: number): string | undefined {
-  if (depth > 32) return 'it is nested too deeply'
-  if (v === null || typeof v === 'string' || typeof v === 'boolean') return undefined
-  if (typeof v === 'number') return Number.isFinite(v) ? undefined : `${v} is not a JSON number`
-  if (Array.isArray(v)) {
-    for (const x of v) { const p = notPlainJson(x, depth + 1); if (p) return p }
-    return undefined
-  }
-  if (typeof v === 'object') {
-    const proto = Object.getPrototypeOf(v)
-    if (proto !== Object.prototype && proto !== null) return `a ${(v as object).constructor?.name ?? 'class'} instance is not plain data`
-    for (const x of Object.values(v as object)) {
-      if (x === undefined) continue // dropped by JSON, read back as absent: the same to every reader
-      const p = notPlainJson(x, depth + 1)
-      if (p) return p
-    }
-    return undefined
-  }
-  return `a ${typeof v} is not JSON`
-}
-
 /** Folds records into `rows` (file order); returns how many records were not understood. */
 function fold(records: unknown[], rows: Map<string, RunRow>): number {
   let ignored = 0
@@ -708,16 +636,16 @@ function fold(records: unknown[], rows: Map<string, RunRow>): number {
       else rows.set(record.row.id, Object.freeze(record.row))
     } else if (isStatusRecord(record)) {
       const row = rows.get(record.id)
-      if (row) rows.set(record.id, applyStatus(row, record))
+      if (row) rows.set(record.id, withStatus(row, record))
       else ignored += 1
     } else if (isNotifiedRecord(record)) {
       const row = rows.get(record.id)
-      if (row) rows.set(record.id, applyNote(row, record.note))
+      if (row) rows.set(record.id, withNote(row, record.note))
       else ignored += 1
     } else if (isSettledRecord(record)) {
       for (const id of record.ids) {
         const row = typeof id === 'string' ? rows.get(id) : undefined
-        if (row) rows.set(id, applyStatus(row, record))
+        if (row) rows.set(id, withStatus(row, record))
       }
     } else {
       ignored += 1
@@ -727,26 +655,6 @@ function fold(records: unknown[], rows: Map<string, RunRow>): number {
 }
 
 /** The row after `record`; `dropRequest`: without its request (a finished run in memory), in the same copy. */
-function applyStatus(row: RunRow, record: StatusRecord | Extract<RunRecord, { type: 'settled' }>, dropRequest = false): RunRow {
-  // one copy either way (a delete would slow every later read of the row)
-  const { request, received, ...rest } = row
-  const next: RunRow = rest
-  if (request !== undefined && !dropRequest) next.request = request
-  if (received !== undefined && !dropRequest) next.received = received
-  next.status = record.status
-  next.updatedAt = record.at
-  if (record.status === 'running') next.startedAt = record.at
-  if (FINAL.has(record.status)) next.finishedAt = record.at
-  if (record.error !== undefined) next.error = record.error
-  if (record.type === 'status') {
-    if (record.result !== undefined) next.result = record.result
-    if (record.attempts !== undefined) next.attempts = record.attempts
-    if (record.output !== undefined) next.output = record.output
-    if (record.outputBlob !== undefined) next.outputBlob = record.outputBlob
-  }
-  return Object.freeze(next)
-}
-
 function isRunRecord(value: unknown): value is Extract<RunRecord, { type: 'run' }> {
   if (!isObject(value) || value.type !== 'run' || !isObject(value.row)) return false
   const row = value.row
@@ -765,19 +673,6 @@ function isNotifiedRecord(value: unknown): value is Extract<RunRecord, { type: '
   return typeof note.at === 'string' && STATUSES.has(note.state as string) && typeof note.channel === 'string' && typeof note.ok === 'boolean' && typeof note.attempts === 'number'
 }
 
-/** The row with one more notification, the oldest dropped past NOTIFICATIONS_MAX. */
-function applyNote(row: RunRow, note: RunNotification): RunRow {
-  const notes = [...(row.notifications ?? []), note]
-  return Object.freeze({ ...row, notifications: notes.length > NOTIFICATIONS_MAX ? notes.slice(-NOTIFICATIONS_MAX) : notes })
-}
-
-/** A notification in its documented shape: its error one clipped line. */
-function cleanNote(note: RunNotification): RunNotification {
-  const out: RunNotification = { at: note.at, state: note.state, channel: note.channel, ok: note.ok, attempts: Math.max(0, Math.floor(note.attempts)) }
-  if (note.error !== undefined) out.error = clip(firstLine(String(note.error)), ERROR_MAX_CHARS)
-  return out
-}
-
 function isSettledRecord(value: unknown): value is Extract<RunRecord, { type: 'settled' }> {
   return isObject(value) && value.type === 'settled' && Array.isArray(value.ids) && typeof value.at === 'string' && FINAL.has(value.status as RunStatus)
 }
@@ -793,30 +688,7 @@ function newestFirst(rows: Iterable<RunRow>, limit?: number): RunRow[] {
   return all.slice(0, limit)
 }
 
-/** Keeps error, result and attempts in their documented shape. */
-function cleanExtra(extra: TransitionExtra): TransitionExtra {
-  const out: TransitionExtra = {}
-  if (extra.error !== undefined) out.error = clip(firstLine(String(extra.error)), ERROR_MAX_CHARS)
-  if (extra.result !== undefined) out.result = clip(String(extra.result), RESULT_MAX_CHARS)
-  if (extra.attempts !== undefined) {
-    if (!Number.isInteger(extra.attempts) || extra.attempts < 0) throw new RunStoreError('invalid_run', `attempts must be a whole number, not ${extra.attempts}`)
-    out.attempts = extra.attempts
-  }
-  return out
-}
-
-function firstLine(text: string): string {
-  const line = text.trim().split(/\r?\n|\r/, 1)[0]!
-  return line.trim()
-}
-
-/** Cuts to at most `max` characters (code points), marking the cut with an ellipsis. */
-function clip(text: string, max: number): string {
-  if (text.length <= max) return text
-  const chars = Array.from(text.slice(0, max + 1))
-  return chars.length <= max ? chars.join('') : chars.slice(0, max - 1).join('') + '…'
-}
-
 // The contract's row types and rules, for the file store's own tests and tools.
 export { FINAL_STATUSES, RunStoreError, boundJsonSize, isFinalStatus, rawJsonPayload } from '../store.js'
+export { ERROR_MAX_CHARS, NOTIFICATIONS_MAX, RESULT_MAX_CHARS } from '../rows.js'
 export type { Compaction, DefinitionKind, NewRun, ReceivedRequest, RunAction, RunChangeListener, RunHistory, RunNotification, RunRow, RunStatus, TransitionExtra } from '../store.js'
