@@ -111,7 +111,8 @@ export function isFinalStatus(status: RunStatus): boolean {
 }
 
 export class RunStoreError extends Error {
-  readonly code: 'unknown_run' | 'duplicate_run' | 'illegal_transition' | 'invalid_run' | 'store_closed'
+  /** duplicate_key: another run holds this Idempotency-Key; fenced_out: another runtime took the run over; store_unavailable: the database cannot be reached */
+  readonly code: 'unknown_run' | 'duplicate_run' | 'duplicate_key' | 'illegal_transition' | 'invalid_run' | 'store_closed' | 'store_unavailable' | 'fenced_out'
   constructor(code: RunStoreError['code'], message: string) {
     super(message)
     this.name = 'RunStoreError'

@@ -74,9 +74,10 @@ export async function startPostgres(): Promise<TestPostgres | null> {
     logFile: server.logFile,
     psql: bin.psql,
     async createDatabase(name) {
-      // The name goes into the SQL as it is: only names that need no quoting.
+      // Quoted, so that a keyword (group, create) is a name too; only plain lowercase names, which
+      // also need no escaping in the URL.
       if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`createDatabase: ${JSON.stringify(name)} is not a plain lowercase identifier`)
-      await psql(bin, urlFor(server, 'postgres'), `CREATE DATABASE ${name}`)
+      await psql(bin, urlFor(server, 'postgres'), `CREATE DATABASE "${name}"`)
       return urlFor(server, name)
     },
     sql: (sql, url = urlFor(server, PG_DATABASE)) => psql(bin, url, sql),

@@ -1,0 +1,405 @@
+// The run log on PostgreSQL. As on the file store, a write resolves only once it is committed and
+// memory changes only then; this runtime keeps in memory the rows of the runs it owns (every
+// unfinished one and its recent finished ones), and reads them synchronously on the request path.
+//
+// Group commit, as the file journal does it: the writes that arrive while a commit is in flight
+// wait, and go together in the next transaction, as one multi-row statement per kind:
+// - new rows, with their Idempotency-Keys: the keys first, `ON CONFLICT … DO UPDATE … WHERE` the
+//   old one has expired, so a key has one run across every runtime (a concurrent duplicate waits
+//   on the unique key for the first one's commit, then loses: `duplicate_key`); then the rows,
+//   `ON CONFLICT (id) DO NOTHING` (a task slot's derived id already taken: `duplicate_run`);
+// - status changes, each naming the fence this runtime holds the run under: a runtime that lost
+//   the run to another (it was paused past its lease) changes nothing (`fenced_out`).
+// While the database cannot be reached, new runs are refused (`store_unavailable`, never an
+// acknowledgement) and status changes wait and are tried again; `health` says why meanwhile.
+import { isoNow } from '../../clock.js'
+import { STATUSES, buildRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus, type StatusChange } from '../rows.js'
+import {
+  FINAL_STATUSES, NEXT_STATUSES, RunStoreError,
+  type NewRun, type RunChangeListener, type RunLog, type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
+} from '../store.js'
+import { isUnavailable, type Db, type Queryable } from './db.js'
+
+export const DEFAULT_RETAIN_FINISHED = 10_000
+const RETRY_FIRST_MS = 50
+const RETRY_MAX_MS = 2000
+
+export interface PgRunLogOptions {
+  /** this runtime's id: the owner of the runs it accepts */
+  hostId: string
+  /** how long an Idempotency-Key holds, default 24 h */
+  keepKeysForMs?: number
+  /** finished rows kept in memory, default 10,000 */
+  retainFinished?: number
+  /** the clock for timestamps (tests) */
+  now?: () => Date
+}
+
+interface Waiter { resolve(): void; reject(err: Error): void }
+
+type Write =
+  | { kind: 'insert'; row: RunRow; waiter: Waiter }
+  | { kind: 'update'; row: RunRow; fence: number; waiter: Waiter }
+
+export class PgRunLog implements RunLog {
+  readonly compaction = null
+  private readonly rows = new Map<string, RunRow>()
+  /** the fence this runtime holds each of its runs under */
+  private readonly fences = new Map<string, number>()
+  /** per run, the last write in flight: writes for one run are applied one after another */
+  private readonly inFlight = new Map<string, Promise<unknown>>()
+  private readonly listeners = new Set<RunChangeListener>()
+  private readonly finishWatchers = new Map<string, Set<(row: RunRow | null) => void>>()
+  private queue: Write[] = []
+  private flushing: Promise<void> | null = null
+  private trouble: { since: number; reason: string } | null = null
+  private closing = false
+  private finished = 0
+  private readonly isoNow: () => string
+
+  constructor(private readonly db: Db, private readonly options: PgRunLogOptions) {
+    this.isoNow = options.now ? () => options.now!().toISOString() : isoNow
+  }
+
+  get hostId(): string {
+    return this.options.hostId
+  }
+
+  create(input: NewRun): Promise<RunRow> {
+    return this.createMany([input]).then((rows) => rows[0]!)
+  }
+
+  createMany(inputs: readonly NewRun[]): Promise<RunRow[]> {
+    let rows: RunRow[]
+    try {
+      if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
+      // While the database cannot be reached nothing new is accepted: never an acknowledgement
+      // that is not committed.
+      if (this.trouble) throw new RunStoreError('store_unavailable', `the run store cannot write right now: ${this.trouble.reason}`)
+      const at = this.isoNow()
+      const ids = new Set<string>()
+      rows = inputs.map((input) => {
+        const row = buildRow(input, at)
+        if (this.rows.has(row.id) || this.inFlight.has(row.id) || ids.has(row.id)) throw new RunStoreError('duplicate_run', `a run with id ${row.id} already exists`)
+        ids.add(row.id)
+        return row
+      })
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    const written = Promise.all(rows.map((row) => this.enqueue((waiter) => ({ kind: 'insert', row, waiter }))))
+    const done = written.then(() => {
+      let finished = 0
+      for (const row of rows) {
+        this.fences.set(row.id, 1)
+        this.remember(row)
+        if (FINAL_STATUSES.has(row.status)) finished++
+        this.tell(row)
+        this.announce(row)
+      }
+      this.countFinished(finished)
+      return rows
+    })
+    for (const row of rows) this.track(row.id, done)
+    return done
+  }
+
+  transition(id: string, status: RunStatus, extra: TransitionExtra = {}): Promise<RunRow> {
+    if (this.closing) return Promise.reject(new RunStoreError('store_closed', 'the run store is closed'))
+    if (!STATUSES.has(status)) return Promise.reject(new RunStoreError('invalid_run', `unknown run status "${String(status)}"`))
+    return this.serialise(id, async () => {
+      const row = this.rows.get(id)
+      if (!row) throw new RunStoreError('unknown_run', `no run with id ${id}`)
+      if (!NEXT_STATUSES[row.status].includes(status)) {
+        throw new RunStoreError('illegal_transition', FINAL_STATUSES.has(row.status)
+          ? `run ${id} already finished as ${row.status} and cannot become ${status}`
+          : `run ${id} cannot go from ${row.status} to ${status}`)
+      }
+      const change: StatusChange = { status, at: this.isoNow(), ...cleanExtra(extra) }
+      if (extra.output !== undefined) {
+        const problem = notPlainJson(extra.output, 0)
+        if (problem) throw new RunStoreError('invalid_run', `the output of run ${id} cannot be stored as JSON: ${problem}`)
+        change.output = extra.output
+      }
+      return this.commitChange(row, withStatus(row, change))
+    })
+  }
+
+  async settle(ids: readonly string[], status: RunStatus, extra: { error?: string } = {}): Promise<void> {
+    if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
+    if (!FINAL_STATUSES.has(status)) throw new RunStoreError('invalid_run', `settle takes a final status, not "${String(status)}"`)
+    // One statement for all of them: each is one more row of the next commit's update. A run
+    // that finished meanwhile is left alone.
+    await Promise.all(ids.map((id) => this.transition(id, status, extra).catch((err) => {
+      if (!(err instanceof RunStoreError && (err.code === 'illegal_transition' || err.code === 'unknown_run'))) throw err
+    })))
+  }
+
+  recordNotification(id: string, note: RunNotification): Promise<void> {
+    if (this.closing) return Promise.reject(new RunStoreError('store_closed', 'the run store is closed'))
+    return this.serialise(id, async () => {
+      const row = this.rows.get(id)
+      if (!row) return
+      await this.commitChange(row, withNote(row, cleanNote(note)), false)
+    })
+  }
+
+  whenFinished(id: string, timeoutMs: number): Promise<RunRow | null> {
+    const row = this.rows.get(id)
+    if (row && FINAL_STATUSES.has(row.status)) return Promise.resolve(row)
+    if (timeoutMs <= 0 || this.closing) return Promise.resolve(null)
+    return new Promise((resolve) => {
+      const watchers = this.finishWatchers.get(id) ?? new Set<(row: RunRow | null) => void>()
+      this.finishWatchers.set(id, watchers)
+      const watcher = (r: RunRow | null): void => {
+        clearTimeout(timer)
+        watchers.delete(watcher)
+        if (watchers.size === 0 && this.finishWatchers.get(id) === watchers) this.finishWatchers.delete(id)
+        resolve(r)
+      }
+      const timer = setTimeout(watcher, timeoutMs, null)
+      watchers.add(watcher)
+    })
+  }
+
+  subscribe(listener: RunChangeListener): () => void {
+    this.listeners.add(listener)
+    return () => { this.listeners.delete(listener) }
+  }
+
+  get(id: string): RunRow | undefined {
+    return this.rows.get(id)
+  }
+
+  list(options: { limit?: number } = {}): RunRow[] {
+    const all = [...this.rows.values()].reverse()
+    return options.limit === undefined ? all : all.slice(0, options.limit)
+  }
+
+  children(parentRunId: string): RunRow[] {
+    const out: RunRow[] = []
+    for (const row of this.rows.values()) if (row.parentRunId === parentRunId) out.push(row)
+    return out
+  }
+
+  unfinished(): RunRow[] {
+    const out: RunRow[] = []
+    for (const row of this.rows.values()) if (!FINAL_STATUSES.has(row.status)) out.push(row)
+    return out
+  }
+
+  /** The database keeps a step's output in its row, whatever its size. */
+  output(row: RunRow): unknown {
+    return row.output
+  }
+
+  trim(): void {
+    const retain = this.options.retainFinished ?? DEFAULT_RETAIN_FINISHED
+    for (const [id, row] of this.rows) {
+      if (this.finished <= retain) break
+      if (FINAL_STATUSES.has(row.status) && !this.inFlight.has(id)) {
+        this.rows.delete(id)
+        this.fences.delete(id)
+        this.finished--
+      }
+    }
+  }
+
+  get health(): StoreHealth {
+    return this.trouble ? { ok: false, since: this.trouble.since, reason: this.trouble.reason } : { ok: true }
+  }
+
+  async close(): Promise<void> {
+    this.closing = true
+    while (this.flushing || this.queue.length > 0) {
+      if (this.flushing) await this.flushing
+      else this.scheduleFlush()
+    }
+    for (const watchers of this.finishWatchers.values()) for (const w of [...watchers]) w(null)
+  }
+
+  // ---- writing ----------------------------------------------------------------------------------
+
+  /** A status change (or a note) of a run this runtime owns, committed under its fence. */
+  private async commitChange(row: RunRow, next: RunRow, statusChanged = true): Promise<RunRow> {
+    const fence = this.fences.get(row.id) ?? 1
+    await this.enqueue((waiter) => ({ kind: 'update', row: next, fence, waiter }))
+    // A finished run is never run again: its request stays in the database, not in memory.
+    const kept = FINAL_STATUSES.has(next.status) ? withoutRequest(next) : next
+    this.rows.set(row.id, kept)
+    if (statusChanged) {
+      if (FINAL_STATUSES.has(next.status)) {
+        this.countFinished(1)
+        this.announce(next)
+      }
+      this.tell(next)
+    }
+    return next
+  }
+
+  private enqueue(make: (waiter: Waiter) => Write): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push(make({ resolve, reject }))
+      this.scheduleFlush()
+    })
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushing || this.queue.length === 0) return
+    this.flushing = this.flushLoop().finally(() => { this.flushing = null })
+  }
+
+  private async flushLoop(): Promise<void> {
+    let delay = RETRY_FIRST_MS
+    while (this.queue.length > 0) {
+      const batch = this.queue
+      this.queue = []
+      try {
+        await this.commit(batch)
+        this.trouble = null
+        delay = RETRY_FIRST_MS
+      } catch (err) {
+        if (!isUnavailable(err)) {
+          // a statement the database refused: every write of the batch fails with it
+          const failure = err instanceof Error ? err : new Error(String(err))
+          for (const w of batch) w.waiter.reject(failure)
+          continue
+        }
+        this.trouble ??= { since: Date.now(), reason: `cannot reach the database: ${(err as Error).message}` }
+        // New runs are refused rather than kept waiting; status changes wait and are tried again
+        // (a run's progress is not dropped because the database restarted).
+        const retry: Write[] = []
+        for (const w of batch) {
+          if (w.kind === 'insert' || this.closing) w.waiter.reject(new RunStoreError('store_unavailable', `the run store cannot write right now: ${this.trouble.reason}`))
+          else retry.push(w)
+        }
+        if (retry.length === 0) continue
+        this.queue = retry.concat(this.queue)
+        await new Promise((r) => setTimeout(r, delay))
+        delay = Math.min(delay * 2, RETRY_MAX_MS)
+      }
+    }
+  }
+
+  /** One transaction for a batch: keys, new rows, status changes; the outcome of each write told after the commit. */
+  private async commit(batch: Write[]): Promise<void> {
+    const inserts = batch.filter((w): w is Extract<Write, { kind: 'insert' }> => w.kind === 'insert')
+    const updates = batch.filter((w): w is Extract<Write, { kind: 'update' }> => w.kind === 'update')
+    const outcome = new Map<Write, Error | undefined>()
+    await this.db.transaction(async (q) => {
+      outcome.clear()
+      const lostKey = await this.insertKeys(q, inserts)
+      const accepted = inserts.filter((w) => !lostKey.has(w))
+      for (const w of lostKey) outcome.set(w, new RunStoreError('duplicate_key', `the Idempotency-Key of run ${w.row.id} already started another run`))
+      const inserted = await this.insertRows(q, accepted)
+      for (const w of accepted) if (!inserted.has(w.row.id)) outcome.set(w, new RunStoreError('duplicate_run', `a run with id ${w.row.id} already exists`))
+      const changed = await this.updateRows(q, updates)
+      for (const w of updates) if (!changed.has(w.row.id)) outcome.set(w, new RunStoreError('fenced_out', `run ${w.row.id} is no longer this runtime's: another took it over`))
+    })
+    for (const w of batch) {
+      const err = outcome.get(w)
+      if (err) w.waiter.reject(err)
+      else w.waiter.resolve()
+    }
+  }
+
+  /** The keys of new rows that carry one; returns the writes whose key another (unexpired) run holds. */
+  private async insertKeys(q: Queryable, inserts: Extract<Write, { kind: 'insert' }>[]): Promise<Set<Write>> {
+    const keyed = inserts.filter((w) => w.row.idempotency && w.row.response)
+    if (keyed.length === 0) return new Set()
+    const records = keyed.map((w) => ({ key: w.row.idempotency!.key, fingerprint: w.row.idempotency!.fingerprint, run_id: w.row.id, response: w.row.response, created_at: w.row.createdAt }))
+    const cutoff = new Date(Date.now() - (this.options.keepKeysForMs ?? 86_400_000)).toISOString()
+    const won = await q.query<{ run_id: string }>(
+      `INSERT INTO hookgate_idempotency (key, fingerprint, run_id, response, created_at)
+       SELECT key, fingerprint, run_id, response, created_at FROM jsonb_to_recordset($1::jsonb) AS t(key text, fingerprint text, run_id text, response jsonb, created_at timestamptz)
+       ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, run_id = excluded.run_id, response = excluded.response, created_at = excluded.created_at
+       WHERE hookgate_idempotency.created_at < $2
+       RETURNING run_id`, [JSON.stringify(records), cutoff])
+    const winners = new Set(won.rows.map((r) => r.run_id))
+    return new Set(keyed.filter((w) => !winners.has(w.row.id)))
+  }
+
+  private async insertRows(q: Queryable, inserts: Extract<Write, { kind: 'insert' }>[]): Promise<Set<string>> {
+    if (inserts.length === 0) return new Set()
+    const records = inserts.map((w) => columnsOf(w.row, this.options.hostId, 1))
+    const r = await q.query<{ id: string }>(
+      `INSERT INTO hookgate_runs (id, status, action, definition_kind, definition_id, correlation_id, agent_id, parent_run_id, created_at, updated_at, owner, fence, row, request, received)
+       SELECT id, status, action, definition_kind, definition_id, correlation_id, agent_id, parent_run_id, created_at, updated_at, owner, fence, row, request, received
+       FROM jsonb_to_recordset($1::jsonb) AS t(id text, status text, action text, definition_kind text, definition_id text, correlation_id text, agent_id text, parent_run_id text,
+         created_at timestamptz, updated_at timestamptz, owner text, fence bigint, row jsonb, request jsonb, received jsonb)
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id`, [JSON.stringify(records)])
+    return new Set(r.rows.map((x) => x.id))
+  }
+
+  private async updateRows(q: Queryable, updates: Extract<Write, { kind: 'update' }>[]): Promise<Set<string>> {
+    if (updates.length === 0) return new Set()
+    const records = updates.map((w) => {
+      const c = columnsOf(w.row, this.options.hostId, w.fence)
+      return { id: c.id, status: c.status, updated_at: c.updated_at, fence: c.fence, row: c.row }
+    })
+    const r = await q.query<{ id: string }>(
+      `UPDATE hookgate_runs AS r SET status = t.status, updated_at = t.updated_at, row = t.row
+       FROM jsonb_to_recordset($1::jsonb) AS t(id text, status text, updated_at timestamptz, fence bigint, row jsonb)
+       WHERE r.id = t.id AND r.owner = $2 AND r.fence = t.fence
+       RETURNING r.id`, [JSON.stringify(records), this.options.hostId])
+    return new Set(r.rows.map((x) => x.id))
+  }
+
+  // ---- memory -------------------------------------------------------------------------------------
+
+  private remember(row: RunRow): void {
+    this.rows.set(row.id, row.received === undefined ? row : withoutReceived(row))
+  }
+
+  private countFinished(n: number): void {
+    this.finished += n
+    if (this.finished >= (this.options.retainFinished ?? DEFAULT_RETAIN_FINISHED) + 256) this.trim()
+  }
+
+  private tell(row: RunRow): void {
+    for (const listener of this.listeners) {
+      try { listener(row) } catch { /* a listener's fault is its own */ }
+    }
+  }
+
+  private announce(row: RunRow): void {
+    if (this.finishWatchers.size === 0 || !FINAL_STATUSES.has(row.status)) return
+    const watchers = this.finishWatchers.get(row.id)
+    if (watchers) for (const w of [...watchers]) w(row)
+  }
+
+  private track(id: string, p: Promise<unknown>): void {
+    this.inFlight.set(id, p)
+    const done = (): void => { if (this.inFlight.get(id) === p) this.inFlight.delete(id) }
+    p.then(done, done)
+  }
+
+  private serialise<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.inFlight.get(id)
+    const next = previous ? previous.then(work, work) : work()
+    this.track(id, next)
+    return next
+  }
+}
+
+/** A row as the table holds it: the columns queries use, the row without what a listing never reads, and that beside it. */
+function columnsOf(row: RunRow, owner: string, fence: number) {
+  const { request, received, ...rest } = row
+  return {
+    id: row.id, status: row.status, action: row.action, definition_kind: row.definitionKind, definition_id: row.definitionId,
+    correlation_id: row.correlationId, agent_id: row.agentId ?? null, parent_run_id: row.parentRunId ?? null,
+    created_at: row.createdAt, updated_at: row.updatedAt, owner, fence, row: rest, request: request ?? null, received: received ?? null,
+  }
+}
+
+function withoutRequest(row: RunRow): RunRow {
+  if (row.request === undefined && row.received === undefined) return row
+  const { request: _r, received: _v, ...rest } = row
+  return Object.freeze(rest)
+}
+
+function withoutReceived(row: RunRow): RunRow {
+  const { received: _v, ...rest } = row
+  return Object.freeze(rest)
+}
