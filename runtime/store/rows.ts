@@ -1,7 +1,7 @@
 // The rules of a run row that every store keeps alike: how a new row is checked and built, what a
 // status change or a notification does to it, and the limits of its free-text fields. The file
 // store folds its records with these, the PostgreSQL store writes the rows they give.
-import { FINAL_STATUSES, RunStoreError, type DefinitionKind, type NewRun, type RunAction, type RunNotification, type RunRow, type RunStatus, type TransitionExtra } from './store.js'
+import { FINAL_STATUSES, NEXT_STATUSES, RunStoreError, type DefinitionKind, type NewRun, type RunAction, type RunNotification, type RunRow, type RunStatus, type TransitionExtra } from './store.js'
 
 export const RESULT_MAX_CHARS = 500
 /** An output whose JSON is longer than this is kept apart from the row (the file store: in a blob). */
@@ -143,3 +143,31 @@ export function notPlainJson(v: unknown, depth: number): string | undefined {
   return `a ${typeof v} is not JSON`
 }
 
+
+/** The row a status change applies to: `row` (the run as this runtime holds it), when `status` is a legal next one. */
+export function movableRow(id: string, row: RunRow | undefined, status: RunStatus): RunRow {
+  if (!row) throw new RunStoreError('unknown_run', `no run with id ${id}`)
+  if (!NEXT_STATUSES[row.status].includes(status)) {
+    throw new RunStoreError('illegal_transition', FINAL_STATUSES.has(row.status)
+      ? `run ${id} already finished as ${row.status} and cannot become ${status}`
+      : `run ${id} cannot go from ${row.status} to ${status}`)
+  }
+  return row
+}
+
+/** A status given to transition() that is none of the six: refused before anything is queued. */
+export function checkStatus(status: RunStatus): RunStoreError | undefined {
+  return STATUSES.has(status) ? undefined : new RunStoreError('invalid_run', `unknown run status "${String(status)}"`)
+}
+
+/** The row as memory keeps a finished run: without what only a resume or a replay reads from the store. */
+export function withoutRequest(row: RunRow): RunRow {
+  if (row.request === undefined && row.received === undefined) return row
+  const { request: _request, received: _received, ...rest } = row
+  return Object.freeze(rest)
+}
+
+export function withoutReceived(row: RunRow): RunRow {
+  const { received: _received, ...rest } = row
+  return Object.freeze(rest)
+}

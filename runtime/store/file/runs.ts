@@ -15,7 +15,8 @@ import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Journal, type JournalOptions, type JournalStats } from './journal.js'
 import { isoNow } from '../../clock.js'
-import { ACTIONS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus } from '../rows.js'
+import { RunWatchers, afterWritesOf } from '../watchers.js'
+import { ACTIONS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, checkStatus, movableRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus, withoutReceived, withoutRequest } from '../rows.js'
 import {
   FINAL_STATUSES, NEXT_STATUSES, RunStoreError, jsonSizeBoundOf, rawPayloadOf,
   type Compaction, type DefinitionKind, type NewRun, type ReceivedRequest, type RunAction, type RunChangeListener, type RunHistory, type RunLog,
@@ -104,8 +105,6 @@ const NEXT = NEXT_STATUSES
 export class RunStore implements RunLog {
   /** Told of every status a run enters, once it is on disk (the metrics count them); keep it cheap. */
   static onDurable?: (action: RunAction, status: RunStatus) => void
-  /** the instance's listeners (runtime/notify): called in the same turn as onDurable, so keep them cheap too */
-  private readonly listeners = new Set<RunChangeListener>()
   readonly stateDir: string
   readonly path: string
   /** what open() found wrong with the file, for the server to log: a torn tail it cut off, lines or records it skipped */
@@ -123,8 +122,8 @@ export class RunStore implements RunLog {
   /** per run, the last write in flight: writes for one run are applied one after another */
   private readonly inFlight = new Map<string, Promise<unknown>>()
   private closing: Promise<void> | null = null
-  /** whenFinished's waiters by run id */
-  private readonly finishWatchers = new Map<string, Set<(row: RunRow | null) => void>>()
+  /** subscribers and whenFinished's waiters */
+  private readonly watchers = new RunWatchers()
 
   private constructor(stateDir: string, journal: Journal<RunRecord>, now: (() => Date) | undefined) {
     this.stateDir = stateDir
@@ -181,8 +180,7 @@ export class RunStore implements RunLog {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
       RunStore.onDurable?.(row.action, row.status)
-      this.tell(row)
-      this.announce(row)
+      this.watchers.changed(row)
       return row
     }, (err: unknown) => {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
@@ -218,8 +216,7 @@ export class RunStore implements RunLog {
         this.rows.set(row.id, row.received === undefined ? row : withoutReceived(row))
         if (FINAL.has(row.status)) finished++
         RunStore.onDurable?.(row.action, row.status)
-        this.tell(row)
-        this.announce(row)
+        this.watchers.changed(row)
       }
       release()
       this.countFinished(finished)
@@ -237,28 +234,7 @@ export class RunStore implements RunLog {
    * (or when the store closes). Waiting never touches the run: it goes on either way.
    */
   whenFinished(id: string, timeoutMs: number): Promise<RunRow | null> {
-    const row = this.rows.get(id)
-    if (row && FINAL.has(row.status)) return Promise.resolve(row)
-    if (timeoutMs <= 0 || this.closing) return Promise.resolve(null)
-    return new Promise((resolve) => {
-      const watchers = this.finishWatchers.get(id) ?? new Set<(row: RunRow | null) => void>()
-      this.finishWatchers.set(id, watchers)
-      const watcher = (r: RunRow | null): void => {
-        clearTimeout(timer)
-        watchers.delete(watcher)
-        if (watchers.size === 0 && this.finishWatchers.get(id) === watchers) this.finishWatchers.delete(id)
-        resolve(r)
-      }
-      const timer = setTimeout(watcher, timeoutMs, null)
-      watchers.add(watcher)
-    })
-  }
-
-  /** Tells those waiting on a run (whenFinished) that it finished; called once its record is durable. */
-  private announce(row: RunRow): void {
-    if (this.finishWatchers.size === 0 || !FINAL.has(row.status)) return
-    const watchers = this.finishWatchers.get(row.id)
-    if (watchers) for (const w of [...watchers]) w(row)
+    return this.watchers.whenFinished(id, this.rows.get(id), timeoutMs, this.closing !== null)
   }
 
   /**
@@ -377,7 +353,7 @@ export class RunStore implements RunLog {
         let n = 0
         for (const id of now) {
           const row = this.rows.get(id)
-          if (row) { const next = withStatus(row, record, true); this.rows.set(id, next); n++; RunStore.onDurable?.(row.action, status); this.tell(next); this.announce(next) }
+          if (row) { const next = withStatus(row, record, true); this.rows.set(id, next); n++; RunStore.onDurable?.(row.action, status); this.watchers.changed(next) }
         }
         this.countFinished(n)
       })
@@ -392,15 +368,10 @@ export class RunStore implements RunLog {
   /** Moves a run to `status`; resolves with the new row once the change is on disk. Illegal moves reject. */
   transition(id: string, status: RunStatus, extra: TransitionExtra = {}): Promise<RunRow> {
     if (this.closing) return Promise.reject(new RunStoreError('store_closed', 'the run store is closed'))
-    if (!STATUSES.has(status)) return Promise.reject(new RunStoreError('invalid_run', `unknown run status "${String(status)}"`))
+    const invalid = checkStatus(status)
+    if (invalid) return Promise.reject(invalid)
     return this.serialise(id, async () => {
-      const row = this.rows.get(id)
-      if (!row) throw new RunStoreError('unknown_run', `no run with id ${id}`)
-      if (!NEXT[row.status].includes(status)) {
-        throw new RunStoreError('illegal_transition', FINAL.has(row.status)
-          ? `run ${id} already finished as ${row.status} and cannot become ${status}`
-          : `run ${id} cannot go from ${row.status} to ${status}`)
-      }
+      const row = movableRow(id, this.rows.get(id), status)
       const record: StatusRecord = { type: 'status', id, status, at: this.isoNow(), ...cleanExtra(extra) }
       if (extra.output !== undefined) this.attachOutput(record, extra.output)
       await this.journal.append(record)
@@ -410,11 +381,10 @@ export class RunStore implements RunLog {
       if (FINAL.has(status)) {
         this.rows.set(id, withoutRequest(next))
         this.countFinished(1)
-        this.announce(next)
       } else {
         this.rows.set(id, next)
       }
-      this.tell(next)
+      this.watchers.changed(next)
       return next
     })
   }
@@ -425,14 +395,7 @@ export class RunStore implements RunLog {
    * never undo or delay a durable change.
    */
   subscribe(listener: RunChangeListener): () => void {
-    this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
-  }
-
-  private tell(row: RunRow): void {
-    for (const listener of this.listeners) {
-      try { listener(row) } catch { /* a listener's fault is its own */ }
-    }
+    return this.watchers.subscribe(listener)
   }
 
   /**
@@ -490,7 +453,7 @@ export class RunStore implements RunLog {
     if (!this.closing) {
       this.closing = (async () => {
         while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()])
-        for (const watchers of [...this.finishWatchers.values()]) for (const w of [...watchers]) w(null)
+        this.watchers.close()
         await this.journal.close()
       })()
     }
@@ -524,12 +487,7 @@ export class RunStore implements RunLog {
 
   /** Chains `work` after the previous write for the same run, so each one sees the durable state before it. */
   private serialise<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.inFlight.get(id)
-    const next = previous ? previous.then(work, work) : work()
-    this.inFlight.set(id, next)
-    const done = (): void => { if (this.inFlight.get(id) === next) this.inFlight.delete(id) }
-    next.then(done, done)
-    return next
+    return afterWritesOf(this.inFlight, id, work)
   }
 
 
@@ -606,17 +564,6 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
   return { records: read.records.length, bytesBefore, bytesAfter, keptRuns: kept.length, droppedRuns: rows.size - kept.length }
 }
 
-/** The row as memory keeps a finished run: without what only a resume or a replay reads from disk. */
-function withoutRequest(row: RunRow): RunRow {
-  if (row.request === undefined && row.received === undefined) return row
-  const { request: _request, received: _received, ...rest } = row
-  return Object.freeze(rest)
-}
-
-function withoutReceived(row: RunRow): RunRow {
-  const { received: _received, ...rest } = row
-  return Object.freeze(rest)
-}
 
 function readBlobJson(stateDir: string, name: string): unknown {
   try {

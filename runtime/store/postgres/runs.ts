@@ -13,11 +13,12 @@
 // While the database cannot be reached, new runs are refused (`store_unavailable`, never an
 // acknowledgement) and status changes wait and are tried again; `health` says why meanwhile.
 import { isoNow } from '../../clock.js'
-import { STATUSES, buildRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus, type StatusChange } from '../rows.js'
+import { buildRow, checkStatus, cleanExtra, movableRow, withoutReceived, withoutRequest, cleanNote, notPlainJson, withNote, withStatus, type StatusChange } from '../rows.js'
 import {
-  FINAL_STATUSES, NEXT_STATUSES, RunStoreError,
+  FINAL_STATUSES, RunStoreError,
   type NewRun, type RunChangeListener, type RunLog, type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
 } from '../store.js'
+import { RunWatchers, afterWritesOf, trackWrite } from '../watchers.js'
 import { isUnavailable, type Db, type Queryable } from './db.js'
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
@@ -48,8 +49,7 @@ export class PgRunLog implements RunLog {
   private readonly fences = new Map<string, number>()
   /** per run, the last write in flight: writes for one run are applied one after another */
   private readonly inFlight = new Map<string, Promise<unknown>>()
-  private readonly listeners = new Set<RunChangeListener>()
-  private readonly finishWatchers = new Map<string, Set<(row: RunRow | null) => void>>()
+  private readonly watchers = new RunWatchers()
   private queue: Write[] = []
   private flushing: Promise<void> | null = null
   private trouble: { since: number; reason: string } | null = null
@@ -94,8 +94,7 @@ export class PgRunLog implements RunLog {
         this.fences.set(row.id, 1)
         this.remember(row)
         if (FINAL_STATUSES.has(row.status)) finished++
-        this.tell(row)
-        this.announce(row)
+        this.watchers.changed(row)
       }
       this.countFinished(finished)
       return rows
@@ -106,15 +105,10 @@ export class PgRunLog implements RunLog {
 
   transition(id: string, status: RunStatus, extra: TransitionExtra = {}): Promise<RunRow> {
     if (this.closing) return Promise.reject(new RunStoreError('store_closed', 'the run store is closed'))
-    if (!STATUSES.has(status)) return Promise.reject(new RunStoreError('invalid_run', `unknown run status "${String(status)}"`))
+    const invalid = checkStatus(status)
+    if (invalid) return Promise.reject(invalid)
     return this.serialise(id, async () => {
-      const row = this.rows.get(id)
-      if (!row) throw new RunStoreError('unknown_run', `no run with id ${id}`)
-      if (!NEXT_STATUSES[row.status].includes(status)) {
-        throw new RunStoreError('illegal_transition', FINAL_STATUSES.has(row.status)
-          ? `run ${id} already finished as ${row.status} and cannot become ${status}`
-          : `run ${id} cannot go from ${row.status} to ${status}`)
-      }
+      const row = movableRow(id, this.rows.get(id), status)
       const change: StatusChange = { status, at: this.isoNow(), ...cleanExtra(extra) }
       if (extra.output !== undefined) {
         const problem = notPlainJson(extra.output, 0)
@@ -145,26 +139,11 @@ export class PgRunLog implements RunLog {
   }
 
   whenFinished(id: string, timeoutMs: number): Promise<RunRow | null> {
-    const row = this.rows.get(id)
-    if (row && FINAL_STATUSES.has(row.status)) return Promise.resolve(row)
-    if (timeoutMs <= 0 || this.closing) return Promise.resolve(null)
-    return new Promise((resolve) => {
-      const watchers = this.finishWatchers.get(id) ?? new Set<(row: RunRow | null) => void>()
-      this.finishWatchers.set(id, watchers)
-      const watcher = (r: RunRow | null): void => {
-        clearTimeout(timer)
-        watchers.delete(watcher)
-        if (watchers.size === 0 && this.finishWatchers.get(id) === watchers) this.finishWatchers.delete(id)
-        resolve(r)
-      }
-      const timer = setTimeout(watcher, timeoutMs, null)
-      watchers.add(watcher)
-    })
+    return this.watchers.whenFinished(id, this.rows.get(id), timeoutMs, this.closing)
   }
 
   subscribe(listener: RunChangeListener): () => void {
-    this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    return this.watchers.subscribe(listener)
   }
 
   get(id: string): RunRow | undefined {
@@ -215,7 +194,7 @@ export class PgRunLog implements RunLog {
       if (this.flushing) await this.flushing
       else this.scheduleFlush()
     }
-    for (const watchers of this.finishWatchers.values()) for (const w of [...watchers]) w(null)
+    this.watchers.close()
   }
 
   // ---- writing ----------------------------------------------------------------------------------
@@ -228,11 +207,8 @@ export class PgRunLog implements RunLog {
     const kept = FINAL_STATUSES.has(next.status) ? withoutRequest(next) : next
     this.rows.set(row.id, kept)
     if (statusChanged) {
-      if (FINAL_STATUSES.has(next.status)) {
-        this.countFinished(1)
-        this.announce(next)
-      }
-      this.tell(next)
+      if (FINAL_STATUSES.has(next.status)) this.countFinished(1)
+      this.watchers.changed(next)
     }
     return next
   }
@@ -357,29 +333,12 @@ export class PgRunLog implements RunLog {
     if (this.finished >= (this.options.retainFinished ?? DEFAULT_RETAIN_FINISHED) + 256) this.trim()
   }
 
-  private tell(row: RunRow): void {
-    for (const listener of this.listeners) {
-      try { listener(row) } catch { /* a listener's fault is its own */ }
-    }
-  }
-
-  private announce(row: RunRow): void {
-    if (this.finishWatchers.size === 0 || !FINAL_STATUSES.has(row.status)) return
-    const watchers = this.finishWatchers.get(row.id)
-    if (watchers) for (const w of [...watchers]) w(row)
-  }
-
   private track(id: string, p: Promise<unknown>): void {
-    this.inFlight.set(id, p)
-    const done = (): void => { if (this.inFlight.get(id) === p) this.inFlight.delete(id) }
-    p.then(done, done)
+    trackWrite(this.inFlight, id, p)
   }
 
   private serialise<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.inFlight.get(id)
-    const next = previous ? previous.then(work, work) : work()
-    this.track(id, next)
-    return next
+    return afterWritesOf(this.inFlight, id, work)
   }
 }
 
@@ -391,15 +350,4 @@ function columnsOf(row: RunRow, owner: string, fence: number) {
     correlation_id: row.correlationId, agent_id: row.agentId ?? null, parent_run_id: row.parentRunId ?? null,
     created_at: row.createdAt, updated_at: row.updatedAt, owner, fence, row: rest, request: request ?? null, received: received ?? null,
   }
-}
-
-function withoutRequest(row: RunRow): RunRow {
-  if (row.request === undefined && row.received === undefined) return row
-  const { request: _r, received: _v, ...rest } = row
-  return Object.freeze(rest)
-}
-
-function withoutReceived(row: RunRow): RunRow {
-  const { received: _v, ...rest } = row
-  return Object.freeze(rest)
 }
