@@ -83,13 +83,16 @@ async function adminCommand(argv: string[], io: CommandIO): Promise<number> {
     io.stderr(`hookgate admin: cannot start: ${e.code === 'EADDRINUSE' ? `the address is already in use (${v.host}:${port})` : e.message}\n`)
     return EXIT.refused
   }
-  if (token.generated) io.stdout(`generated an admin token (saved in ${displayPath(token.describe)}, mode 0600; it is printed only this once):\n  ${token.generated}\n`)
-  io.stdout(`hookgate admin on ${admin.url}/ (config ${displayPath(resolve(v.config))}, bundle ${v.out}, state ${displayPath(stateDir)}, admin token ${token.describe.startsWith('$') ? token.describe : displayPath(token.describe)})\n`)
-  await new Promise<void>((done) => {
+  // Listening for SIGTERM before saying it is up: a stop sent as soon as the line is read must
+  // close the page, not kill the process (a race a test hit).
+  const stopped = new Promise<void>((done) => {
     const stop = () => { admin.close().then(done, done) }
     process.once('SIGTERM', stop)
     process.once('SIGINT', stop)
   })
+  if (token.generated) io.stdout(`generated an admin token (saved in ${displayPath(token.describe)}, mode 0600; it is printed only this once):\n  ${token.generated}\n`)
+  io.stdout(`hookgate admin on ${admin.url}/ (config ${displayPath(resolve(v.config))}, bundle ${v.out}, state ${displayPath(stateDir)}, admin token ${token.describe.startsWith('$') ? token.describe : displayPath(token.describe)})\n`)
+  await stopped
   return EXIT.ok
 }
 

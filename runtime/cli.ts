@@ -39,6 +39,14 @@ async function serveCommand(argv: string[]): Promise<number> {
     return EXIT.usage
   }
   const grace = Number(values['grace-seconds'])
+  // Listening for SIGTERM/SIGINT from the start: one that comes while the server starts (its
+  // "listening" line is out before start-up has finished) stops it once it has started, instead
+  // of killing the process mid-way.
+  let stopAsked: string | undefined
+  let onStop: ((signal: string) => void) | undefined
+  const asked = (signal: string) => () => { if (onStop) onStop(signal); else stopAsked ??= signal }
+  process.once('SIGTERM', asked('SIGTERM'))
+  process.once('SIGINT', asked('SIGINT'))
   let service
   try {
     service = await startService({
@@ -60,12 +68,11 @@ async function serveCommand(argv: string[]): Promise<number> {
   }
   process.on('SIGHUP', () => void service.reload())
   await new Promise<void>((resolveStop) => {
-    const stop = (signal: string) => {
+    onStop = (signal: string) => {
       process.stdout.write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${signal}: draining and stopping` }) + '\n')
       service.close().then(resolveStop, resolveStop)
     }
-    process.once('SIGTERM', () => stop('SIGTERM'))
-    process.once('SIGINT', () => stop('SIGINT'))
+    if (stopAsked) onStop(stopAsked)
   })
   return EXIT.ok
 }

@@ -2,11 +2,13 @@
 // (build/serve/hookgate-serve.mjs) with its transform worker beside it, and no undici (~20 MiB
 // and tens of ms) until something calls out. A preload reports, as the process exits, how many of
 // undici's files are in the module cache (undici is CommonJS, so an import of it lands there too).
+import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
+import { hookgateBin } from '../../helpers/paths.js'
 import { assertOk, compileProject, post, rowOf, runReaches, scratchDir, setTestToken, spawnServe, type ServeProcess } from './harness.js'
 
 const TOKEN = setTestToken()
@@ -87,6 +89,40 @@ agents:
     }
   } finally {
     await model.close()
+  }
+})
+
+/** Spawns `hookgate <args>`, sends SIGTERM the moment a stdout line matches `ready`, and resolves with the exit code. */
+function stopAtOnce(args: string[], cwd: string, ready: RegExp): Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [hookgateBin, ...args], { cwd, env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let sent = false
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d
+      if (!sent && ready.test(out)) { sent = true; child.kill('SIGTERM') }
+    })
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d })
+    const safety = setTimeout(() => child.kill('SIGKILL'), 20_000)
+    child.on('exit', (code, signal) => { clearTimeout(safety); resolve({ code, signal, out }) })
+  })
+}
+
+startup('a SIGTERM sent the moment serve and admin say they are up stops them cleanly (exit 0), not mid-start', async () => {
+  // Regression: the signal handlers were installed only after start-up finished, and the
+  // "listening" line comes before that: a supervisor's quick stop killed the process (no exit code).
+  const project = await compileProject(`
+hooks:
+  enabled: true
+  token: \${HOOKGATE_TEST_TOKEN}
+agents:
+  - { id: main, default: true, model: builtin/echo }
+`)
+  for (let i = 0; i < 3; i++) {
+    const serve = await stopAtOnce(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir], project.dir, /hookgate listening/)
+    assert.equal({ code: serve.code, signal: serve.signal }, { code: 0, signal: null }, serve.out)
+    const admin = await stopAtOnce(['admin', '--port', '0', '--config', 'hooks.yaml', '--out', project.outDir, '--state', project.stateDir], project.dir, /admin token/)
+    assert.equal({ code: admin.code, signal: admin.signal }, { code: 0, signal: null }, admin.out)
   }
 })
 
