@@ -19,11 +19,10 @@ import {
   type NewRun, type RunChangeListener, type RunLog, type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
 } from '../store.js'
 import { RunWatchers, afterWritesOf, trackWrite } from '../watchers.js'
-import { isUnavailable, type Db, type Queryable } from './db.js'
+import type { Db, Queryable } from './db.js'
+import { GroupCommit } from './group-commit.js'
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
-const RETRY_FIRST_MS = 50
-const RETRY_MAX_MS = 2000
 
 export interface PgRunLogOptions {
   /** this runtime's id: the owner of the runs it accepts */
@@ -36,11 +35,9 @@ export interface PgRunLogOptions {
   now?: () => Date
 }
 
-interface Waiter { resolve(): void; reject(err: Error): void }
-
 type Write =
-  | { kind: 'insert'; row: RunRow; waiter: Waiter }
-  | { kind: 'update'; row: RunRow; fence: number; waiter: Waiter }
+  | { kind: 'insert'; row: RunRow }
+  | { kind: 'update'; row: RunRow; fence: number }
 
 export class PgRunLog implements RunLog {
   readonly compaction = null
@@ -50,9 +47,8 @@ export class PgRunLog implements RunLog {
   /** per run, the last write in flight: writes for one run are applied one after another */
   private readonly inFlight = new Map<string, Promise<unknown>>()
   private readonly watchers = new RunWatchers()
-  private queue: Write[] = []
-  private flushing: Promise<void> | null = null
-  private trouble: { since: number; reason: string } | null = null
+  /** new runs are refused while the database is out of reach; status changes wait for it */
+  private readonly writes = new GroupCommit<Write>((batch) => this.commit(batch), (w) => w.kind === 'update')
   private closing = false
   private finished = 0
   private readonly isoNow: () => string
@@ -75,7 +71,8 @@ export class PgRunLog implements RunLog {
       if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
       // While the database cannot be reached nothing new is accepted: never an acknowledgement
       // that is not committed.
-      if (this.trouble) throw new RunStoreError('store_unavailable', `the run store cannot write right now: ${this.trouble.reason}`)
+      const refusal = this.writes.refusal
+      if (refusal) throw refusal
       const at = this.isoNow()
       const ids = new Set<string>()
       rows = inputs.map((input) => {
@@ -87,7 +84,7 @@ export class PgRunLog implements RunLog {
     } catch (err) {
       return Promise.reject(err)
     }
-    const written = Promise.all(rows.map((row) => this.enqueue((waiter) => ({ kind: 'insert', row, waiter }))))
+    const written = Promise.all(rows.map((row) => this.writes.add({ kind: 'insert', row })))
     const done = written.then(() => {
       let finished = 0
       for (const row of rows) {
@@ -185,15 +182,12 @@ export class PgRunLog implements RunLog {
   }
 
   get health(): StoreHealth {
-    return this.trouble ? { ok: false, since: this.trouble.since, reason: this.trouble.reason } : { ok: true }
+    return this.writes.health
   }
 
   async close(): Promise<void> {
     this.closing = true
-    while (this.flushing || this.queue.length > 0) {
-      if (this.flushing) await this.flushing
-      else this.scheduleFlush()
-    }
+    await this.writes.close()
     this.watchers.close()
   }
 
@@ -202,7 +196,7 @@ export class PgRunLog implements RunLog {
   /** A status change (or a note) of a run this runtime owns, committed under its fence. */
   private async commitChange(row: RunRow, next: RunRow, statusChanged = true): Promise<RunRow> {
     const fence = this.fences.get(row.id) ?? 1
-    await this.enqueue((waiter) => ({ kind: 'update', row: next, fence, waiter }))
+    await this.writes.add({ kind: 'update', row: next, fence })
     // A finished run is never run again: its request stays in the database, not in memory.
     const kept = FINAL_STATUSES.has(next.status) ? withoutRequest(next) : next
     this.rows.set(row.id, kept)
@@ -213,55 +207,11 @@ export class PgRunLog implements RunLog {
     return next
   }
 
-  private enqueue(make: (waiter: Waiter) => Write): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push(make({ resolve, reject }))
-      this.scheduleFlush()
-    })
-  }
-
-  private scheduleFlush(): void {
-    if (this.flushing || this.queue.length === 0) return
-    this.flushing = this.flushLoop().finally(() => { this.flushing = null })
-  }
-
-  private async flushLoop(): Promise<void> {
-    let delay = RETRY_FIRST_MS
-    while (this.queue.length > 0) {
-      const batch = this.queue
-      this.queue = []
-      try {
-        await this.commit(batch)
-        this.trouble = null
-        delay = RETRY_FIRST_MS
-      } catch (err) {
-        if (!isUnavailable(err)) {
-          // a statement the database refused: every write of the batch fails with it
-          const failure = err instanceof Error ? err : new Error(String(err))
-          for (const w of batch) w.waiter.reject(failure)
-          continue
-        }
-        this.trouble ??= { since: Date.now(), reason: `cannot reach the database: ${(err as Error).message}` }
-        // New runs are refused rather than kept waiting; status changes wait and are tried again
-        // (a run's progress is not dropped because the database restarted).
-        const retry: Write[] = []
-        for (const w of batch) {
-          if (w.kind === 'insert' || this.closing) w.waiter.reject(new RunStoreError('store_unavailable', `the run store cannot write right now: ${this.trouble.reason}`))
-          else retry.push(w)
-        }
-        if (retry.length === 0) continue
-        this.queue = retry.concat(this.queue)
-        await new Promise((r) => setTimeout(r, delay))
-        delay = Math.min(delay * 2, RETRY_MAX_MS)
-      }
-    }
-  }
-
-  /** One transaction for a batch: keys, new rows, status changes; the outcome of each write told after the commit. */
-  private async commit(batch: Write[]): Promise<void> {
+  /** One transaction for a batch: keys, new rows, status changes; returns the writes refused, and why. */
+  private async commit(batch: readonly Write[]): Promise<Map<Write, Error>> {
     const inserts = batch.filter((w): w is Extract<Write, { kind: 'insert' }> => w.kind === 'insert')
     const updates = batch.filter((w): w is Extract<Write, { kind: 'update' }> => w.kind === 'update')
-    const outcome = new Map<Write, Error | undefined>()
+    const outcome = new Map<Write, Error>()
     await this.db.transaction(async (q) => {
       outcome.clear()
       const lostKey = await this.insertKeys(q, inserts)
@@ -272,11 +222,7 @@ export class PgRunLog implements RunLog {
       const changed = await this.updateRows(q, updates)
       for (const w of updates) if (!changed.has(w.row.id)) outcome.set(w, new RunStoreError('fenced_out', `run ${w.row.id} is no longer this runtime's: another took it over`))
     })
-    for (const w of batch) {
-      const err = outcome.get(w)
-      if (err) w.waiter.reject(err)
-      else w.waiter.resolve()
-    }
+    return outcome
   }
 
   /** The keys of new rows that carry one; returns the writes whose key another (unexpired) run holds. */

@@ -1,0 +1,57 @@
+// Record logs on PostgreSQL (an agent's main session, the isolated transcripts): one table, rows
+// keyed by the log's name and a sequence, in append order. Appends are group-committed; while the
+// database is out of reach they wait for it (a turn's record is not dropped because it restarted).
+import type { RecordLog, StoreHealth } from '../store.js'
+import { RunStoreError } from '../store.js'
+import type { Db, Queryable } from './db.js'
+import { GroupCommit } from './group-commit.js'
+
+export class PgRecordLog<R extends object> implements RecordLog<R> {
+  private readonly writes: GroupCommit<readonly R[]>
+  private closed = false
+
+  constructor(private readonly db: Db, readonly name: string) {
+    this.writes = new GroupCommit<readonly R[]>(async (batch) => {
+      await db.transaction((q) => insertRecords(q, name, batch.flat()))
+      return new Map()
+    }, () => true)
+  }
+
+  /** The log's records, oldest first. */
+  static async read<R>(db: Queryable, name: string): Promise<R[]> {
+    const r = await db.query<{ record: R }>('SELECT record FROM hookgate_logs WHERE log = $1 ORDER BY seq', [name])
+    return r.rows.map((x) => x.record)
+  }
+
+  /** Replaces the log's records with `records`, in one transaction (what a compaction keeps). */
+  static async rewrite<R>(db: Db, name: string, records: readonly R[]): Promise<void> {
+    await db.transaction(async (q) => {
+      await q.query('DELETE FROM hookgate_logs WHERE log = $1', [name])
+      await insertRecords(q, name, records)
+    })
+  }
+
+  append(...records: R[]): Promise<void> {
+    if (this.closed) return Promise.reject(new RunStoreError('store_closed', `the log ${this.name} is closed`))
+    if (records.length === 0) return Promise.resolve()
+    return this.writes.add(records)
+  }
+
+  get health(): StoreHealth {
+    return this.writes.health
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    await this.writes.close()
+  }
+}
+
+/** The records appended in their order: one statement, the sequence taken in the array's order. */
+async function insertRecords(q: Queryable, name: string, records: readonly unknown[]): Promise<void> {
+  if (records.length === 0) return
+  await q.query(
+    `INSERT INTO hookgate_logs (log, record)
+     SELECT $1, e.value FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, n) ORDER BY e.n`,
+    [name, JSON.stringify(records)])
+}
