@@ -8,6 +8,7 @@ import { runsCommand, runsShowCommand } from './store/runs-cli.js'
 import { runsReplayCommand } from './store/runs-replay.js'
 import { rejectsCommand } from './store/rejects-cli.js'
 import { storeMigrateCommand } from './store/store-cli.js'
+import { isPostgresUrl } from './store/open.js'
 import { tasksCommand } from './scheduler/tasks-cli.js'
 import { dryRun } from './try.js'
 
@@ -32,10 +33,14 @@ export async function main(command: string, argv: string[]): Promise<number | un
 async function serveCommand(argv: string[]): Promise<number> {
   const parsed = readCommandArgs('serve', argv)
   if (parsed.kind !== 'ok') return parsed.exit!
-  const values = parsed.values as { bundle: string; host?: string; port?: string; state?: string; 'grace-seconds': string; 'no-fsync'?: boolean; 'log-bodies'?: boolean }
+  const values = parsed.values as { bundle: string; host?: string; port?: string; state?: string; store?: string; 'grace-seconds': string; 'no-fsync'?: boolean; 'log-bodies'?: boolean }
   const port = values.port === undefined ? undefined : Number(values.port)
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     process.stderr.write(`hookgate serve: --port takes a number from 0 to 65535\n`)
+    return EXIT.usage
+  }
+  if (values.store !== undefined && !isPostgresUrl(values.store)) {
+    process.stderr.write(`hookgate serve: --store takes a postgres:// (or postgresql://) URL; the file store is the default and needs no flag\n`)
     return EXIT.usage
   }
   const grace = Number(values['grace-seconds'])
@@ -57,6 +62,7 @@ async function serveCommand(argv: string[]): Promise<number> {
       graceMs: Number.isFinite(grace) && grace >= 0 ? grace * 1000 : 10_000,
       fsync: values['no-fsync'] !== true,
       logBodies: values['log-bodies'] === true,
+      ...(values.store !== undefined ? { store: values.store } : {}),
     })
   } catch (err) {
     const e = err as NodeJS.ErrnoException

@@ -101,6 +101,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'host', value: 'HOST', description: 'the address to listen on (default: server.host, else 127.0.0.1)' },
       { name: 'port', value: 'PORT', description: 'the port to listen on, 0 for a free one (default: server.port, else 8787)' },
       { name: 'state', value: 'DIR', description: 'the state directory: run history, sessions, lock (default: server.stateDir, else .hookgate)' },
+      { name: 'store', value: 'URL', description: 'keep runs and sessions in PostgreSQL (postgres://…; in progress: one runtime per database for now) instead of the state directory' },
       { name: 'grace-seconds', value: 'N', default: '10', description: 'on SIGTERM, how long requests and running turns get to finish' },
       { name: 'log-bodies', description: 'log the first 2 KiB of each body (debugging only: bodies can carry secrets)' },
       { name: 'no-fsync', description: 'skip the store\'s fdatasync (benchmarks only: gives up durability)' },

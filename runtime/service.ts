@@ -18,7 +18,7 @@ import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
 import { prepareSignatures } from './http/signatures.js'
 import { isoNow } from './clock.js'
-import { acquireStateLock, openStore, storeOptionsOf } from './store/open.js'
+import { acquireStateLock, connectStore, openStore, storeOptionsOf } from './store/open.js'
 import type { RefusalRecorder, Store } from './store/store.js'
 import { Scheduler } from './scheduler/scheduler.js'
 import { fireTask, lastFiredSlots } from './scheduler/fire.js'
@@ -41,6 +41,8 @@ export interface ServeOptions {
   write?: (line: string) => void
   /** a reload not done within this (transform modules loading included) is abandoned, default 15 s */
   reloadDeadlineMs?: number
+  /** a postgres:// URL: the runs and logs live there instead of in the state directory */
+  store?: string
 }
 
 const DEFAULT_RELOAD_DEADLINE_MS = 15_000
@@ -94,6 +96,9 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const host = options.host ?? first.config.server.host
   const port = options.port ?? first.config.server.port
   try {
+    // A database store is connected (and its schema brought up to date) before the port is bound:
+    // once it listens, everything to the handler is synchronous.
+    if (options.store !== undefined) store = await connectStore(options.store, stateDir, storeOptionsOf(first.config, options.fsync ?? true), (message) => info(message))
     await new Promise<void>((ok, fail) => {
       server.once('error', fail)
       server.listen(port, host, () => { server.off('error', fail); ok() })
@@ -104,7 +109,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     firstServing = prepare(first, stateDir, (token, where) => {
       write(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once):\n  ${token}`)
     }, undefined, generatedSigningSecret)
-    store = openStore(stateDir, storeOptionsOf(first.config, options.fsync ?? true))
+    store ??= openStore(stateDir, storeOptionsOf(first.config, options.fsync ?? true))
     opened = Engine.open(store, first.config, first.workflows, firstServing.wiring)
     const compacted = opened.runs.compaction
     if (compacted) info('run history compacted', { keptRuns: compacted.keptRuns, droppedRuns: compacted.droppedRuns, bytesBefore: compacted.bytesBefore, bytesAfter: compacted.bytesAfter })

@@ -25,9 +25,45 @@ export function openStore(stateDir: string, options: StoreOptions = {}): Store {
   return FileStore.open(stateDir, options)
 }
 
-/** The history in `stateDir`, for the CLIs and the operator page. */
-export function openHistory(stateDir: string): HistoryReader {
-  return new FileHistory(stateDir)
+/**
+ * The store `spec` names: a postgres:// URL (its client loaded now, its schema brought up to date),
+ * else the file store in `stateDir`.
+ */
+export async function connectStore(spec: string, stateDir: string, options: StoreOptions = {}, warn?: (message: string) => void): Promise<Store> {
+  if (!isPostgresUrl(spec)) return openStore(stateDir, options)
+  const { PgStore } = await import('./postgres/index.js')
+  try {
+    return await PgStore.open(spec, {
+      ...(options.keepKeysForMs !== undefined ? { keepKeysForMs: options.keepKeysForMs } : {}),
+      ...(options.retainFinished !== undefined ? { retainFinished: options.retainFinished } : {}),
+      ...(warn ? { warn } : {}),
+    })
+  } catch (err) {
+    // the URL may carry a password: the error names the store without it
+    throw new Error(`cannot open the store ${shownStoreUrl(spec)}: ${(err as Error).message}`)
+  }
+}
+
+/** The history in `stateDir`, or in the PostgreSQL store `url`, for the CLIs and the operator page. */
+export function openHistory(stateDir: string, url?: string): HistoryReader {
+  if (url === undefined || !isPostgresUrl(url)) return new FileHistory(stateDir)
+  // connected at the first read: every read is a promise anyway
+  let reader: Promise<HistoryReader> | undefined
+  const get = (): Promise<HistoryReader> => (reader ??= (async () => {
+    const [{ openPool }, { PgHistory }] = await Promise.all([import('./postgres/client.js'), import('./postgres/history.js')])
+    return new PgHistory(await openPool(url, { max: 2 }), shownStoreUrl(url), true)
+  })())
+  return {
+    where: shownStoreUrl(url),
+    version: async () => (await get()).version(),
+    read: async () => (await get()).read(),
+    request: async (row) => (await get()).request(row),
+    received: async (row) => (await get()).received(row),
+    output: async (row) => (await get()).output(row),
+    logRecords: async (name) => (await get()).logRecords(name),
+    rejects: async () => (await get()).rejects(),
+    close: async () => { if (reader) await (await reader).close() },
+  }
 }
 
 /** What the metrics count of the store: every flush of a log, every status a run enters once durable. */

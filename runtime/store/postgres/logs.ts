@@ -10,8 +10,11 @@ export class PgRecordLog<R extends object> implements RecordLog<R> {
   private readonly writes: GroupCommit<readonly R[]>
   private closed = false
 
-  constructor(private readonly db: Db, readonly name: string) {
+  /** `after`: a rewrite of the log (its compaction at open) the first append waits for. */
+  constructor(private readonly db: Db, readonly name: string, after?: Promise<void>) {
+    let first: Promise<void> | undefined = after
     this.writes = new GroupCommit<readonly R[]>(async (batch) => {
+      if (first) { await first; first = undefined }
       await db.transaction((q) => insertRecords(q, name, batch.flat()))
       return new Map()
     }, () => true)

@@ -1,0 +1,48 @@
+// The history on PostgreSQL as the CLIs and the operator page read it: every runtime's runs, newest
+// first, and what a replay or a run's page reads beside a row (its request, its received request),
+// the record logs and the rejected-request log.
+import type { HistoryReader, ReceivedRequest, RejectRecord, RunHistory, RunRow } from '../store.js'
+import type { Db } from './db.js'
+import { PgRecordLog } from './logs.js'
+import { PgRejects } from './rejects.js'
+
+export class PgHistory implements HistoryReader {
+  constructor(private readonly db: Db, readonly where: string, private readonly owned = false) {}
+
+  /** The database's write position: it moves with every commit, so it tells that something changed. */
+  async version(): Promise<string> {
+    return (await this.db.query<{ v: string }>('SELECT pg_current_wal_lsn()::text AS v')).rows[0]!.v
+  }
+
+  async read(): Promise<RunHistory> {
+    const r = await this.db.query<{ row: RunRow }>('SELECT row FROM hookgate_runs ORDER BY created_at DESC, id DESC')
+    return { rows: r.rows.map((x) => x.row), torn: 0, corrupt: 0 }
+  }
+
+  async request(row: RunRow): Promise<unknown> {
+    if (row.request !== undefined) return row.request
+    return (await this.db.query<{ request: unknown }>('SELECT request FROM hookgate_runs WHERE id = $1', [row.id])).rows[0]?.request ?? undefined
+  }
+
+  async received(row: RunRow): Promise<ReceivedRequest | undefined> {
+    if (row.received !== undefined) return row.received
+    return (await this.db.query<{ received: ReceivedRequest | null }>('SELECT received FROM hookgate_runs WHERE id = $1', [row.id])).rows[0]?.received ?? undefined
+  }
+
+  async output(row: RunRow): Promise<unknown> {
+    return row.output
+  }
+
+  logRecords<R extends object>(name: string): Promise<R[]> {
+    return PgRecordLog.read<R>(this.db, name)
+  }
+
+  rejects(): Promise<{ records: RejectRecord[]; torn: number; corrupt: number }> {
+    return PgRejects.read(this.db)
+  }
+
+  /** Closes the pool when this reader opened it. */
+  async close(): Promise<void> {
+    if (this.owned) await this.db.close()
+  }
+}

@@ -1,0 +1,81 @@
+// The real `hookgate serve --store postgres://…` on a real PostgreSQL, one runtime: it migrates
+// and registers itself, answers a wake and an agent call only once their rows are committed, runs
+// them to the end there, and shows them to `hookgate runs`-style readers of that database; it
+// refuses a URL that is not postgres:// (exit 2), and one it cannot reach without printing its
+// password (exit 1).
+import { execFile } from 'node:child_process'
+import { suite } from 'uvu'
+import * as assert from 'uvu/assert'
+import { hookgateBin } from '../../../helpers/paths.js'
+import { startPostgres } from '../../../helpers/pg.js'
+import { assertOk, compileProject, post, setTestToken, spawnServer, until } from '../../http/harness.js'
+import { openHistory } from '../../../../runtime/store/open.js'
+
+const TOKEN = setTestToken()
+const pg = await startPostgres()
+const serve = suite('hookgate serve --store postgres://')
+
+const CONFIG = `
+hooks:
+  enabled: true
+  token: "\${HOOKGATE_TEST_TOKEN}"
+agents:
+  - { id: main, default: true, model: builtin/echo, heartbeat: { every: "off" } }
+`
+
+function hookgate(args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [hookgateBin, ...args], (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, out: String(stdout) + String(stderr) }))
+  })
+}
+
+if (!pg) {
+  console.log('skipped: no PostgreSQL server binaries')
+} else {
+  serve.after(async () => { await pg.destroy() })
+
+  serve('accepts a wake and an agent call into PostgreSQL, runs them there, and leaves no lease behind when it stops', async () => {
+    const url = await pg.createDatabase('serve_one')
+    const project = await compileProject(CONFIG)
+    const server = await spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', url], { cwd: project.dir })
+    try {
+      const wake = assertOk(await post(server.origin, '/hooks/wake', TOKEN, { text: 'deploy finished', mode: 'now' }), 200, ['ok', 'action', 'runId', 'mode'])
+      const agent = assertOk(await post(server.origin, '/hooks/agent', TOKEN, { message: 'summarise the deploy', deliver: false }), 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
+      const history = openHistory(project.stateDir, url)
+      try {
+        const rows = await until('both runs to succeed in the database', async () => {
+          const read = (await history.read()).rows
+          const done = read.filter((r) => (r.id === wake.runId || r.id === agent.runId) && r.status === 'succeeded')
+          return done.length === 2 ? read : undefined
+        }, 8000)
+        assert.ok(rows.find((r) => r.id === agent.runId)?.result?.startsWith('echo: '))
+        assert.equal(await history.request(rows.find((r) => r.id === agent.runId)!).then((req) => (req as { message?: string }).message), 'summarise the deploy')
+        // the session's turn and the transcript went to the record logs
+        assert.ok((await history.logRecords<{ type: string }>('isolated')).some((r) => r.type === 'isolated'))
+        assert.ok((await history.logRecords<{ type: string }>('main/main')).some((r) => r.type === 'turn'))
+        assert.ok(await pg.sql('SELECT count(*) FROM hookgate_hosts', url) === '1', 'the runtime registered itself')
+      } finally {
+        await history.close()
+      }
+      // nothing about the runs went to the state directory's files
+      assert.not.ok((await import('node:fs')).existsSync(`${project.stateDir}/runs.jsonl`), 'runs.jsonl was written')
+    } finally {
+      server.child.kill('SIGTERM')
+      assert.is(await server.exited, 0, server.stderr())
+    }
+    assert.is(await pg.sql('SELECT count(*) FROM hookgate_hosts', url), '0', 'a clean stop removes its lease')
+  })
+
+  serve('refuses a --store that is not postgres:// (2), and one it cannot reach without printing its password (1)', async () => {
+    const project = await compileProject(CONFIG)
+    const bad = await hookgate(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', '/var/lib/hookgate'])
+    assert.is(bad.code, 2)
+    assert.match(bad.out, '--store takes a postgres://')
+    const down = await hookgate(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', `postgres://hookgate:pa55word@/nowhere?host=${pg.socketDir}-gone&port=5432`])
+    assert.is(down.code, 1)
+    assert.match(down.out, 'cannot open the store postgres://hookgate:***@')
+    assert.not.match(down.out, 'pa55word')
+  })
+
+  serve.run()
+}
