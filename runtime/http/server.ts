@@ -21,7 +21,7 @@ import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type
 import { jsonBodyText, parseBody, readBody } from './body.js'
 import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
 import { checkModelOverride, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
-import { boundJsonSize, rawJsonPayload, type RefusalRecorder } from '../store/store.js'
+import { RunStoreError, boundJsonSize, rawJsonPayload, type RefusalRecorder } from '../store/store.js'
 
 /** From this size on, a JSON body is stored as received (spliced into its run's line); smaller ones are serialised, which costs less than the bytes' copies. */
 const RAW_PAYLOAD_MIN_BYTES = 8 * 1024
@@ -300,6 +300,17 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
     try {
       return await dispatch(req, res, serving, deps, name, payload, body, params, now, correlationId, source, { one: answer, many: answerMany }, notes)
     } catch (err) {
+      // A shared store (PostgreSQL): another runtime holds this Idempotency-Key. The same request
+      // gets that run's answer, as a repeat to this runtime would; another body is a 409.
+      if (err instanceof RunStoreError && err.code === 'duplicate_key' && idem?.kind === 'new' && err.holder) {
+        if (err.holder.fingerprint !== idem.fingerprint) throw new HttpError(409, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
+        stored = err.holder.response
+        sendJson(res, stored.status, stored.body, { 'idempotent-replayed': 'true' })
+        if (typeof stored.body.runId === 'string') setRunId(stored.body.runId)
+        return stored.status
+      }
+      // The store could not take the run (a database that went away meanwhile): not accepted, try again.
+      if (err instanceof RunStoreError && err.code === 'store_unavailable') throw new HttpError(503, 'store_unavailable', 'the run store cannot write right now; try again shortly', { 'retry-after': '5' })
       // A matching request that failed unexpectedly (a 500) still leaves its row, unless its run was written.
       const m = notes.matched
       if (m && !(err instanceof HttpError) && !(notes.runId && deps.engine.runs.get(notes.runId))) {

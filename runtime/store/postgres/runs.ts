@@ -216,7 +216,7 @@ export class PgRunLog implements RunLog {
       outcome.clear()
       const lostKey = await this.insertKeys(q, inserts)
       const accepted = inserts.filter((w) => !lostKey.has(w))
-      for (const w of lostKey) outcome.set(w, new RunStoreError('duplicate_key', `the Idempotency-Key of run ${w.row.id} already started another run`))
+      for (const [w, holder] of lostKey) outcome.set(w, new RunStoreError('duplicate_key', `the Idempotency-Key of run ${w.row.id} already started another run`, holder))
       const inserted = await this.insertRows(q, accepted)
       for (const w of accepted) if (!inserted.has(w.row.id)) outcome.set(w, new RunStoreError('duplicate_run', `a run with id ${w.row.id} already exists`))
       const changed = await this.updateRows(q, updates)
@@ -225,10 +225,13 @@ export class PgRunLog implements RunLog {
     return outcome
   }
 
-  /** The keys of new rows that carry one; returns the writes whose key another (unexpired) run holds. */
-  private async insertKeys(q: Queryable, inserts: Extract<Write, { kind: 'insert' }>[]): Promise<Set<Write>> {
+  /**
+   * The keys of new rows that carry one; returns the writes whose key another (unexpired) run
+   * holds, each with that run's fingerprint and answer (a replay, or a 409 for another body).
+   */
+  private async insertKeys(q: Queryable, inserts: Extract<Write, { kind: 'insert' }>[]): Promise<Map<Write, NonNullable<RunStoreError['holder']>>> {
     const keyed = inserts.filter((w) => w.row.idempotency && w.row.response)
-    if (keyed.length === 0) return new Set()
+    if (keyed.length === 0) return new Map()
     const records = keyed.map((w) => ({ key: w.row.idempotency!.key, fingerprint: w.row.idempotency!.fingerprint, run_id: w.row.id, response: w.row.response, created_at: w.row.createdAt }))
     const cutoff = new Date(Date.now() - (this.options.keepKeysForMs ?? 86_400_000)).toISOString()
     const won = await q.query<{ run_id: string }>(
@@ -238,7 +241,14 @@ export class PgRunLog implements RunLog {
        WHERE hookgate_idempotency.created_at < $2
        RETURNING run_id`, [JSON.stringify(records), cutoff])
     const winners = new Set(won.rows.map((r) => r.run_id))
-    return new Set(keyed.filter((w) => !winners.has(w.row.id)))
+    const lost = keyed.filter((w) => !winners.has(w.row.id))
+    const out = new Map<Write, NonNullable<RunStoreError['holder']>>()
+    if (lost.length === 0) return out
+    const held = await q.query<{ key: string; fingerprint: string; response: { status: number; body: Record<string, unknown> } }>(
+      'SELECT key, fingerprint, response FROM hookgate_idempotency WHERE key = ANY($1::text[])', [lost.map((w) => w.row.idempotency!.key)])
+    const byKey = new Map(held.rows.map((r) => [r.key, { fingerprint: r.fingerprint, response: r.response }]))
+    for (const w of lost) out.set(w, byKey.get(w.row.idempotency!.key) ?? { fingerprint: '', response: { status: 409, body: {} } })
+    return out
   }
 
   private async insertRows(q: Queryable, inserts: Extract<Write, { kind: 'insert' }>[]): Promise<Set<string>> {

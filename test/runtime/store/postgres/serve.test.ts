@@ -66,6 +66,30 @@ if (!pg) {
     assert.is(await pg.sql('SELECT count(*) FROM hookgate_hosts', url), '0', 'a clean stop removes its lease')
   })
 
+  serve('two runtimes on one database: 20 concurrent requests with one Idempotency-Key start one run, every answer names it; another body is a 409', async () => {
+    const url = await pg.createDatabase('serve_keys')
+    const project = await compileProject(CONFIG)
+    const a = await spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--state', `${project.stateDir}-a`, '--store', url], { cwd: project.dir })
+    const b = await spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--state', `${project.stateDir}-b`, '--store', url], { cwd: project.dir })
+    try {
+      const body = { message: 'charge order 42', deliver: false }
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post((i % 2 ? a : b).origin, '/hooks/agent', TOKEN, body, { 'idempotency-key': 'order-42' })))
+      for (const r of answers) assert.is(r.status, 202, r.text)
+      const runIds = new Set(answers.map((r) => r.json.runId))
+      assert.is(runIds.size, 1, `one run for one key, got ${[...runIds].join(', ')}`)
+      assert.ok(answers.some((r) => r.headers['idempotent-replayed'] === 'true'), 'the repeats are replays')
+      assert.is(await pg.sql("SELECT count(*) FROM hookgate_runs WHERE definition_id = 'agent'", url), '1')
+      for (const host of [a, b]) {
+        const other = await post(host.origin, '/hooks/agent', TOKEN, { message: 'charge order 43', deliver: false }, { 'idempotency-key': 'order-42' })
+        assert.is(other.status, 409, other.text)
+        assert.is(other.json.code, 'idempotency_key_reused')
+      }
+    } finally {
+      for (const s of [a, b]) s.child.kill('SIGTERM')
+      assert.equal([await a.exited, await b.exited], [0, 0], a.stderr() + b.stderr())
+    }
+  })
+
   serve('refuses a --store that is not postgres:// (2), and one it cannot reach without printing its password (1)', async () => {
     const project = await compileProject(CONFIG)
     const bad = await hookgate(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', '/var/lib/hookgate'])
