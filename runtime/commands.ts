@@ -114,6 +114,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     side: 'runtime',
     flags: [
       { name: 'state', value: 'DIR', description: 'the state directory to read (default: .hookgate)' },
+      { name: 'store', value: 'URL', description: 'read a PostgreSQL store (postgres://…) instead of the state directory' },
       { name: 'json', description: 'print the rows as a JSON array on stdout' },
       { name: 'limit', value: 'N', default: '50', description: 'show at most the newest N runs' },
       { name: 'kind', value: 'hook|trigger|task', description: 'only runs of this kind of definition' },
@@ -132,6 +133,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     side: 'runtime',
     flags: [
       { name: 'state', value: 'DIR', description: 'the state directory to read (default: .hookgate)' },
+      { name: 'store', value: 'URL', description: 'read a PostgreSQL store (postgres://…) instead of the state directory' },
       { name: 'json', description: 'print one JSON object {run, steps, correlated, replays} on stdout' },
     ],
     notes: ['exit 0 shown, 1 no run with that id, 2 usage error'],
@@ -175,6 +177,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     side: 'runtime',
     flags: [
       { name: 'state', value: 'DIR', description: 'the state directory to read (default: .hookgate)' },
+      { name: 'store', value: 'URL', description: 'read a PostgreSQL store (postgres://…) instead of the state directory' },
       { name: 'json', description: 'print the records as a JSON array on stdout' },
       { name: 'limit', value: 'N', default: '50', description: 'show at most the newest N records' },
       { name: 'since', value: 'DURATION', description: 'only records seen within this long, e.g. 90s, 15m, 2h, 7d' },

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
 import { parseDuration } from '../clock.js'
 import type { RejectRecord } from './store.js'
-import { clipCell, historyAt, printable, type CommandIO } from './runs-cli.js'
+import { clipCell, historyAt, printable, storeFlagOk, type CommandIO } from './runs-cli.js'
 
 export const REJECTS_USAGE = usageLine(getCommand('rejects'))
 export const DEFAULT_REJECTS_LIMIT = 50
@@ -19,7 +19,7 @@ const CLIENT_MAX = 40
 export async function rejectsCommand(argv: string[], defaults: { stateDir: string; now?: () => number }, io: CommandIO = processIO): Promise<number> {
   const parsed = readCommandArgs('rejects', argv, io)
   if (parsed.kind !== 'ok') return parsed.exit!
-  const values = parsed.values as { state?: string; json?: boolean; limit?: string; since?: string }
+  const values = parsed.values as { state?: string; store?: string; json?: boolean; limit?: string; since?: string }
   let limit = DEFAULT_REJECTS_LIMIT
   if (values.limit !== undefined) {
     if (!/^[1-9][0-9]*$/.test(values.limit)) {
@@ -42,12 +42,16 @@ export async function rejectsCommand(argv: string[], defaults: { stateDir: strin
   }
   const stateDir = values.state ?? defaults.stateDir
 
+  if (!storeFlagOk('rejects', values.store, io)) return EXIT.usage
   let log
+  const reader = historyAt(stateDir, values.store)
   try {
-    log = await historyAt(stateDir).rejects()
+    log = await reader.rejects()
   } catch (err) {
-    io.stderr(`hookgate rejects: cannot read the rejected-request log in ${stateDir}: ${(err as Error).message}\n`)
+    io.stderr(`hookgate rejects: cannot read the rejected-request log in ${reader.where}: ${(err as Error).message}\n`)
     return EXIT.failed
+  } finally {
+    await reader.close().catch(() => {})
   }
   if (log.corrupt > 0) io.stderr(`hookgate rejects: warning: skipped ${log.corrupt} unreadable ${log.corrupt === 1 ? 'line' : 'lines'}\n`)
   let records = log.records

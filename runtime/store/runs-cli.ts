@@ -4,7 +4,7 @@
 // or the JSON) goes to stdout; the summary and warnings go to stderr.
 import { existsSync } from 'node:fs'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { openHistory } from './open.js'
+import { isPostgresUrl, openHistory } from './open.js'
 import type { DefinitionKind, HistoryReader, RunHistory, RunRow, RunStatus } from './store.js'
 import { parseDuration } from '../clock.js'
 import { join } from 'node:path'
@@ -29,7 +29,8 @@ export interface CommandIO {
 export async function runsCommand(argv: string[], defaults: { stateDir: string; now?: () => number }, io: CommandIO = processIO): Promise<number> {
   const parsed = readCommandArgs('runs', argv, io)
   if (parsed.kind !== 'ok') return parsed.exit!
-  const values = parsed.values as { state?: string; json?: boolean; limit?: string; kind?: string; status: string[]; definition?: string; since?: string }
+  const values = parsed.values as { state?: string; store?: string; json?: boolean; limit?: string; kind?: string; status: string[]; definition?: string; since?: string }
+  if (!storeFlagOk('runs', values.store, io)) return EXIT.usage
   let limit = DEFAULT_RUNS_LIMIT
   if (values.limit !== undefined) {
     if (!/^[1-9][0-9]*$/.test(values.limit)) {
@@ -49,12 +50,12 @@ export async function runsCommand(argv: string[], defaults: { stateDir: string; 
     return EXIT.usage
   }
 
-  if (!existsSync(stateDir)) {
+  if (values.store === undefined && !existsSync(stateDir)) {
     if (values.json) io.stdout('[]\n')
     io.stderr(`no runs yet (state directory ${stateDir} does not exist)\n`)
     return EXIT.ok
   }
-  const history = await readHistory('runs', historyAt(stateDir), io)
+  const history = await readAll('runs', historyAt(stateDir, values.store), io)
   if (!history) return EXIT.failed
   const rows = filter ? history.rows.filter(filter) : history.rows
   const shown = rows.slice(0, limit)
@@ -114,9 +115,25 @@ export async function readHistory(command: string, reader: HistoryReader, io: Co
   return history
 }
 
-/** The history a CLI reads: the state directory's (a missing one is an empty history). */
-export function historyAt(stateDir: string): HistoryReader {
-  return openHistory(stateDir)
+/** The history a CLI reads: the PostgreSQL store's when `store` names one, else the state directory's (a missing one is an empty history). */
+export function historyAt(stateDir: string, store?: string): HistoryReader {
+  return openHistory(stateDir, store)
+}
+
+/** readHistory, then the reader closed (a database reader holds a connection that would keep the process alive). */
+export async function readAll(command: string, reader: HistoryReader, io: CommandIO): Promise<RunHistory | undefined> {
+  try {
+    return await readHistory(command, reader, io)
+  } finally {
+    await reader.close().catch(() => {})
+  }
+}
+
+/** --store: a postgres:// URL or nothing; says why not on stderr. */
+export function storeFlagOk(command: string, store: string | undefined, io: CommandIO): boolean {
+  if (store === undefined || isPostgresUrl(store)) return true
+  io.stderr(`hookgate ${command}: --store takes a postgres:// (or postgresql://) URL; without it the state directory is read\n`)
+  return false
 }
 
 /** A step row of a workflow run names its run in `parentRunId` (written by the workflow runner). */
@@ -129,14 +146,23 @@ type MaybeStep = RunRow & { parentRunId?: string }
 export async function runsShowCommand(argv: string[], defaults: { stateDir: string }, io: CommandIO = processIO): Promise<number> {
   const parsed = readCommandArgs('runs show', argv, io)
   if (parsed.kind !== 'ok') return parsed.exit!
-  const values = parsed.values as { state?: string; json?: boolean }
+  const values = parsed.values as { state?: string; store?: string; json?: boolean }
   if (parsed.positionals.length !== 1 || parsed.positionals[0] === '') {
     io.stderr(`hookgate runs show: name one run id\n${RUNS_SHOW_USAGE}\n`)
     return EXIT.usage
   }
+  if (!storeFlagOk('runs show', values.store, io)) return EXIT.usage
   const id = parsed.positionals[0]!
   const stateDir = values.state || defaults.stateDir
-  const reader = historyAt(stateDir)
+  const reader = historyAt(stateDir, values.store)
+  try {
+    return await showRun(id, reader, values.json === true, io)
+  } finally {
+    await reader.close().catch(() => {})
+  }
+}
+
+async function showRun(id: string, reader: HistoryReader, json: boolean, io: CommandIO): Promise<number> {
   const history = await readHistory('runs show', reader, io)
   if (!history) return EXIT.failed
   const row = history.rows.find((r) => r.id === id)
@@ -150,7 +176,7 @@ export async function runsShowCommand(argv: string[], defaults: { stateDir: stri
   const stepIds = new Set(steps.map((r) => r.id))
   const correlated = oldestFirst.filter((r) => r.correlationId === row.correlationId && r.id !== id && !stepIds.has(r.id))
   const replays = oldestFirst.filter((r) => r.replayOf === id)
-  if (values.json) {
+  if (json) {
     const received = await reader.received(row)
     const full = received !== undefined && row.received === undefined ? { ...row, received } : row
     io.stdout(`${JSON.stringify({ run: full, steps, correlated, replays }, null, 2)}\n`)

@@ -57,6 +57,16 @@ if (!pg) {
       } finally {
         await history.close()
       }
+      // the CLIs read the same database with --store (and exit: their connection is closed)
+      const listed = await hookgate(['runs', '--store', url, '--json'])
+      assert.is(listed.code, 0, listed.out)
+      assert.ok(listed.out.includes(agent.runId), listed.out)
+      const shown = await hookgate(['runs', 'show', agent.runId, '--store', url, '--json'])
+      assert.is(shown.code, 0, shown.out)
+      assert.match(shown.out, '"status": "succeeded"')
+      const refusal = await post(server.origin, '/hooks/wake', 'wrong-token-wrong-token-wrong', { text: 'x' })
+      assert.is(refusal.status, 401)
+      await until('the refusal to be written', async () => ((await hookgate(['rejects', '--store', url, '--json'])).out.includes('"unauthorized"') ? true : undefined), 5000)
       // nothing about the runs went to the state directory's files
       assert.not.ok((await import('node:fs')).existsSync(`${project.stateDir}/runs.jsonl`), 'runs.jsonl was written')
     } finally {
@@ -95,6 +105,8 @@ if (!pg) {
     const bad = await hookgate(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', '/var/lib/hookgate'])
     assert.is(bad.code, 2)
     assert.match(bad.out, '--store takes a postgres://')
+    const badRuns = await hookgate(['runs', '--store', '/var/lib/hookgate'])
+    assert.is(badRuns.code, 2)
     const down = await hookgate(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', `postgres://hookgate:pa55word@/nowhere?host=${pg.socketDir}-gone&port=5432`])
     assert.is(down.code, 1)
     assert.match(down.out, 'cannot open the store postgres://hookgate:***@')
