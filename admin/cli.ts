@@ -10,6 +10,7 @@ import { ConfigFile } from './config-file.js'
 import { cleanDefinition, configValue, definitionId, listAgents, type DefinitionKind, type Definition } from './definitions.js'
 import { displayPath, endpointsOf, stateDirOf } from './endpoints.js'
 import { History } from './history.js'
+import { storeFlagOk } from '../runtime/store/runs-cli.js'
 import { adminToken, hookTokenValue, sameToken } from './tokens.js'
 import { nextFirings, startAdmin } from './server.js'
 
@@ -51,7 +52,8 @@ function readConfig(command: string, file: string, io: CommandIO): { text: strin
 async function adminCommand(argv: string[], io: CommandIO): Promise<number> {
   const parsed = readCommandArgs('admin', argv, io)
   if (parsed.kind !== 'ok') return parsed.exit!
-  const v = parsed.values as { config: string; out: string; state?: string; host: string; port: string; 'public-url'?: string }
+  const v = parsed.values as { config: string; out: string; state?: string; store?: string; host: string; port: string; 'public-url'?: string }
+  if (!storeFlagOk('admin', v.store, io)) return EXIT.usage
   const port = Number(v.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     io.stderr(`hookgate admin: --port takes a number from 0 to 65535\n${usageLine(getCommand('admin'))}\n`)
@@ -77,7 +79,7 @@ async function adminCommand(argv: string[], io: CommandIO): Promise<number> {
   }
   let admin
   try {
-    admin = await startAdmin({ config: v.config, outDir: v.out, stateDir, host: v.host, port, token, ...(v['public-url'] ? { publicUrl: v['public-url'] } : {}), log: (line) => io.stdout(line + '\n') })
+    admin = await startAdmin({ config: v.config, outDir: v.out, stateDir, host: v.host, port, token, ...(v['public-url'] ? { publicUrl: v['public-url'] } : {}), ...(v.store !== undefined ? { store: v.store } : {}), log: (line) => io.stdout(line + '\n') })
   } catch (err) {
     const e = err as NodeJS.ErrnoException
     io.stderr(`hookgate admin: cannot start: ${e.code === 'EADDRINUSE' ? `the address is already in use (${v.host}:${port})` : e.message}\n`)

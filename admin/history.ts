@@ -57,9 +57,9 @@ export class History {
 
   private readonly reader: HistoryReader
 
-  /** `stateDir`: also watched, so that a change is seen at once rather than at the next poll. */
-  constructor(readonly stateDir: string) {
-    this.reader = openHistory(stateDir)
+  /** `stateDir`: also watched, so that a change is seen at once rather than at the next poll; `store`: a PostgreSQL store to read instead. */
+  constructor(readonly stateDir: string, store?: string) {
+    this.reader = openHistory(stateDir, store)
   }
 
   /** Changes with every append and every compaction. */

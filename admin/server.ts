@@ -47,6 +47,8 @@ export interface AdminOptions {
   log?: (line: string) => void
   /** how long a save waits for the runtime to serve the new bundle (default 5000 ms) */
   reloadWaitMs?: number
+  /** a PostgreSQL store whose run history the page shows, instead of the state directory's */
+  store?: string
 }
 
 export interface AdminServer {
@@ -75,7 +77,7 @@ class ApiError extends Error {
 
 export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   const config = new ConfigFile(options.config, options.outDir, options.stateDir)
-  const history = new History(options.stateDir)
+  const history = new History(options.stateDir, options.store)
   const limiter = new AuthLimiter({ limit: 20, windowMs: 60_000, lockoutMs: 60_000, maxTrackedClients: 10_000 })
   const log = options.log ?? ((line: string) => process.stdout.write(line + '\n'))
   const files = new Map<string, Buffer>()

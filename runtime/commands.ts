@@ -163,6 +163,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     flags: [
       { name: 'bundle', value: 'PATH', default: 'dist', description: 'the compiled bundle: the --out folder or the bundle file in it' },
       { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each task\'s last firing (default: .hookgate)' },
+      { name: 'store', value: 'URL', description: 'read each task\'s last firing from a PostgreSQL store (postgres://…) instead of the state directory' },
       { name: 'json', description: 'print the tasks as a JSON array on stdout' },
       { name: 'count', value: 'N', default: '5', description: 'how many next firing times to show per task' },
     ],
@@ -211,6 +212,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'config', value: 'FILE', default: 'hooks.yaml', description: 'the config the page edits (the source of truth: saves write it, then recompile)' },
       { name: 'out', value: 'DIR', default: 'dist', description: 'where a save writes the recompiled bundle (the folder `hookgate serve --bundle` reads and watches)' },
       { name: 'state', value: 'DIR', description: 'the runtime\'s state directory: run history, the runtime\'s address, tokens (default: server.stateDir, else .hookgate beside the config)' },
+      { name: 'store', value: 'URL', description: 'show the run history of a PostgreSQL store (postgres://…) instead of the state directory\'s' },
       { name: 'host', value: 'HOST', default: '127.0.0.1', description: 'the address to listen on (loopback by default: the page edits the config)' },
       { name: 'port', value: 'PORT', default: '8790', description: 'the port to listen on, 0 for a free one' },
       { name: 'public-url', value: 'URL', description: 'the runtime\'s public URL, for the endpoint URLs the page shows (default: the address the runtime listens on)' },

@@ -6,6 +6,7 @@ import type { BundleTask } from '../bundle-format.js'
 import { loadBundle } from '../bundle.js'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
 import { openHistory } from '../store/open.js'
+import { storeFlagOk } from '../store/runs-cli.js'
 import { printable, type CommandIO } from '../store/runs-cli.js'
 import { slotClock } from './cron.js'
 import { lastFiredSlots } from './fire.js'
@@ -54,7 +55,8 @@ export function listTasks(tasks: readonly BundleTask[], lastFired: ReadonlyMap<s
 export async function tasksCommand(argv: string[], defaults: { stateDir: string }, io: CommandIO = processIO, now: () => number = Date.now): Promise<number> {
   const parsed = readCommandArgs('tasks', argv, io)
   if (parsed.kind !== 'ok') return parsed.exit!
-  const values = parsed.values as { bundle: string; state?: string; json?: boolean; count: string }
+  const values = parsed.values as { bundle: string; state?: string; store?: string; json?: boolean; count: string }
+  if (!storeFlagOk('tasks', values.store, io)) return EXIT.usage
   if (!/^[1-9][0-9]*$/.test(values.count) || Number(values.count) > MAX_COUNT) {
     io.stderr(`hookgate tasks: --count takes a whole number from 1 to ${MAX_COUNT}, not "${values.count}"\n${TASKS_USAGE}\n`)
     return EXIT.usage
@@ -68,11 +70,14 @@ export async function tasksCommand(argv: string[], defaults: { stateDir: string 
   }
   const stateDir = values.state ?? defaults.stateDir
   let lastFired: ReadonlyMap<string, number> = new Map()
-  if (existsSync(stateDir)) {
+  if (values.store !== undefined || existsSync(stateDir)) {
+    const reader = openHistory(stateDir, values.store)
     try {
-      lastFired = lastFiredSlots((await openHistory(stateDir).read()).rows)
+      lastFired = lastFiredSlots((await reader.read()).rows)
     } catch (err) {
-      io.stderr(`hookgate tasks: warning: cannot read the run history in ${stateDir}: ${(err as Error).message}\n`)
+      io.stderr(`hookgate tasks: warning: cannot read the run history in ${reader.where}: ${(err as Error).message}\n`)
+    } finally {
+      await reader.close().catch(() => {})
     }
   }
   const listing = listTasks(tasks, lastFired, Number(values.count), now())

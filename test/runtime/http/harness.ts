@@ -327,7 +327,8 @@ export function spawnServe(bundle: string, stateDir: string, extra: string[] = [
 }
 
 /** Spawns `node ...args` (a server that prints `hookgate listening on …`, e.g. a standalone runtime) and waits for its listening line. */
-export async function spawnServer(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<ServeProcess> {
+/** `ready`: the line that says it is up, its URL captured (default: `hookgate listening on <url>`). */
+export async function spawnServer(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; ready?: { text: string; url: RegExp } }): Promise<ServeProcess> {
   const child = spawn(process.execPath, args, {
     cwd: options.cwd,
     env: { ...(options.env ?? process.env), NO_COLOR: '1' },
@@ -361,7 +362,8 @@ export async function spawnServer(args: string[], options: { cwd: string; env?: 
     listeners.add(check)
     check()
   })
-  const listening = await line('hookgate listening on ', 10_000)
-  const url = new URL(/hookgate listening on (\S+)/.exec(listening)![1]!)
+  const ready = options.ready ?? { text: 'hookgate listening on ', url: /hookgate listening on (\S+)/ }
+  const listening = await line(ready.text, 10_000)
+  const url = new URL(ready.url.exec(listening)![1]!)
   return { child, origin: url.origin, port: Number(url.port), stdout, stderr: () => stderr, exited, line, kill: () => { child.kill('SIGKILL') } }
 }

@@ -12,6 +12,7 @@ import { assertOk, compileProject, post, setTestToken, spawnServer, until } from
 import { openHistory } from '../../../../runtime/store/open.js'
 
 const TOKEN = setTestToken()
+const ADMIN_TOKEN = 'admin-' + 'a'.repeat(40)
 const pg = await startPostgres()
 const serve = suite('hookgate serve --store postgres://')
 
@@ -67,6 +68,17 @@ if (!pg) {
       const refusal = await post(server.origin, '/hooks/wake', 'wrong-token-wrong-token-wrong', { text: 'x' })
       assert.is(refusal.status, 401)
       await until('the refusal to be written', async () => ((await hookgate(['rejects', '--store', url, '--json'])).out.includes('"unauthorized"') ? true : undefined), 5000)
+      // hookgate tasks and the operator page read it too
+      const tasks = await hookgate(['tasks', '--bundle', project.outDir, '--store', url])
+      assert.is(tasks.code, 0, tasks.out)
+      const page = await spawnServer([hookgateBin, 'admin', '--port', '0', '--config', 'hooks.yaml', '--out', project.outDir, '--state', project.stateDir, '--store', url], { cwd: project.dir, env: { ...process.env, HOOKGATE_ADMIN_TOKEN: ADMIN_TOKEN }, ready: { text: 'hookgate admin on ', url: /hookgate admin on (\S+?)\/? / } })
+      try {
+        const runs = await fetch(`${page.origin}/api/runs?limit=50`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.json()) as { rows: Array<{ id: string; status: string }> }
+        assert.ok(runs.rows.some((r) => r.id === agent.runId && r.status === 'succeeded'), JSON.stringify(runs))
+      } finally {
+        page.child.kill('SIGTERM')
+        assert.is(await page.exited, 0, page.stderr())
+      }
       // nothing about the runs went to the state directory's files
       assert.not.ok((await import('node:fs')).existsSync(`${project.stateDir}/runs.jsonl`), 'runs.jsonl was written')
     } finally {
