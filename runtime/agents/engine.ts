@@ -10,7 +10,6 @@
 // runner (runtime/workflows/) and notifications (runtime/notify/) live in their own modules and are
 // only wired here. The isolated turn is the next piece to move out.
 import { randomUUID } from 'node:crypto'
-import { join } from 'node:path'
 import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
 import { Fifo } from '../fifo.js'

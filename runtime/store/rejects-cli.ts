@@ -2,7 +2,6 @@
 // newest first. Reads the log without opening it for writing, so it works while a server holds the
 // state; a missing log is an empty answer. The table or the JSON array goes to stdout, the summary
 // and warnings to stderr.
-import { join } from 'node:path'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
 import { parseDuration } from '../clock.js'
 import type { RejectRecord } from './store.js'

@@ -7,7 +7,6 @@ import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.j
 import { isPostgresUrl, openHistory } from './open.js'
 import type { DefinitionKind, HistoryReader, RunHistory, RunRow, RunStatus } from './store.js'
 import { parseDuration } from '../clock.js'
-import { join } from 'node:path'
 
 export const RUNS_USAGE = usageLine(getCommand('runs'))
 export const RUNS_SHOW_USAGE = usageLine(getCommand('runs show'))

@@ -548,7 +548,6 @@ export class Journal<R extends object> {
   }
 }
 
-const EMPTY = Buffer.alloc(0)
 const NEWLINE_BYTES = Buffer.from('\n')
 
 /** A stub line's record, read back from its blob; anything else as it is. Unreadable → undefined. */

@@ -11,7 +11,6 @@
 //
 // Over 400 lines: the row shape, its legal transitions, the fold that rebuilds it and the compaction
 // that rewrites it must agree on every field, so they live together.
-import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Journal, type JournalOptions, type JournalStats } from './journal.js'
 import { isoNow } from '../../clock.js'
@@ -19,8 +18,8 @@ import { RunWatchers, afterWritesOf } from '../watchers.js'
 import { ACTIONS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, checkStatus, movableRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus, withoutReceived, withoutRequest } from '../rows.js'
 import {
   FINAL_STATUSES, NEXT_STATUSES, RunStoreError, jsonSizeBoundOf, rawPayloadOf,
-  type Compaction, type DefinitionKind, type NewRun, type ReceivedRequest, type RunAction, type RunChangeListener, type RunHistory, type RunLog,
-  type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
+  type Compaction, type NewRun, type ReceivedRequest, type RunAction, type RunChangeListener, type RunHistory, type RunLog,
+  type RunNotification, type RunRow, type RunStatus, type TransitionExtra,
 } from '../store.js'
 
 export const RUNS_FILE = 'runs.jsonl'

@@ -11,7 +11,7 @@ export class PgRecordLog<R extends object> implements RecordLog<R> {
   private closed = false
 
   /** `after`: a rewrite of the log (its compaction at open) the first append waits for. */
-  constructor(private readonly db: Db, readonly name: string, after?: Promise<void>) {
+  constructor(db: Db, readonly name: string, after?: Promise<void>) {
     let first: Promise<void> | undefined = after
     this.writes = new GroupCommit<readonly R[]>(async (batch) => {
       if (first) { await first; first = undefined }

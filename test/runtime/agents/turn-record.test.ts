@@ -2,7 +2,6 @@
 // record, so the wakes it had read were never settled and stayed queued forever. Now a turn that
 // cannot be recorded fails its runs, with the reason.
 import { FileStore } from '../../../runtime/store/file/index.js'
-import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { MainSession } from '../../../runtime/agents/session.js'
