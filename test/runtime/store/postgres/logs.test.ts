@@ -5,10 +5,8 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { sleep } from '../../../helpers/async.js'
 import { startPostgres } from '../../../helpers/pg.js'
-import { openPool } from '../../../../runtime/store/postgres/client.js'
-import type { Db } from '../../../../runtime/store/postgres/db.js'
+import { migratedDatabase } from './fixture.js'
 import { PgRecordLog } from '../../../../runtime/store/postgres/logs.js'
-import { migrate } from '../../../../runtime/store/postgres/migrate.js'
 
 interface Rec { n: number; text?: string }
 
@@ -18,44 +16,36 @@ const logs = suite('record logs on PostgreSQL')
 if (!pg) {
   console.log('skipped: no PostgreSQL server binaries')
 } else {
-  let db: Db
-  logs.before(async () => {
-    db = await openPool(await pg.createDatabase('logs'), { max: 4, connectTimeoutMs: 2000 })
-    await migrate(db)
-  })
-  logs.after(async () => {
-    await db.close().catch(() => {})
-    await pg.destroy()
-  })
+  const database = migratedDatabase(logs, pg, 'logs')
 
   logs('appends read back in order, whether they share a commit or not, and two logs keep to their own', async () => {
-    const a = new PgRecordLog<Rec>(db, 'main/main')
-    const b = new PgRecordLog<Rec>(db, 'isolated')
+    const a = new PgRecordLog<Rec>(database(), 'main/main')
+    const b = new PgRecordLog<Rec>(database(), 'isolated')
     const writes: Promise<void>[] = []
     for (let n = 0; n < 200; n++) writes.push(n % 3 === 0 ? b.append({ n }) : a.append({ n }, { n: n + 0.5 }))
     await Promise.all(writes)
     await a.append({ n: 1000, text: 'caf\u00e9 "quoted"\n' })
-    const got = await PgRecordLog.read<Rec>(db, 'main/main')
+    const got = await PgRecordLog.read<Rec>(database(), 'main/main')
     const expected: Rec[] = []
     for (let n = 0; n < 200; n++) if (n % 3 !== 0) expected.push({ n }, { n: n + 0.5 })
     expected.push({ n: 1000, text: 'caf\u00e9 "quoted"\n' })
     assert.equal(got, expected)
-    assert.equal((await PgRecordLog.read<Rec>(db, 'isolated')).map((r) => r.n), Array.from({ length: 67 }, (_, i) => i * 3))
+    assert.equal((await PgRecordLog.read<Rec>(database(), 'isolated')).map((r) => r.n), Array.from({ length: 67 }, (_, i) => i * 3))
     await a.close()
     await b.close()
   })
 
   logs('a rewrite replaces the log whole', async () => {
-    const log = new PgRecordLog<Rec>(db, 'rewrite')
+    const log = new PgRecordLog<Rec>(database(), 'rewrite')
     await log.append({ n: 1 }, { n: 2 }, { n: 3 })
-    await PgRecordLog.rewrite(db, 'rewrite', [{ n: 3 }])
+    await PgRecordLog.rewrite(database(), 'rewrite', [{ n: 3 }])
     await log.append({ n: 4 })
-    assert.equal(await PgRecordLog.read<Rec>(db, 'rewrite'), [{ n: 3 }, { n: 4 }])
+    assert.equal(await PgRecordLog.read<Rec>(database(), 'rewrite'), [{ n: 3 }, { n: 4 }])
     await log.close()
   })
 
   logs('an append while the database is down waits, and lands after the restart', async () => {
-    const log = new PgRecordLog<Rec>(db, 'outage')
+    const log = new PgRecordLog<Rec>(database(), 'outage')
     await log.append({ n: 1 })
     await pg.stop('immediate')
     let pending: Promise<void>
@@ -68,7 +58,7 @@ if (!pg) {
     }
     await pending!
     assert.is(log.health.ok, true)
-    assert.equal(await PgRecordLog.read<Rec>(db, 'outage'), [{ n: 1 }, { n: 2 }])
+    assert.equal(await PgRecordLog.read<Rec>(database(), 'outage'), [{ n: 1 }, { n: 2 }])
     await log.close()
   })
 

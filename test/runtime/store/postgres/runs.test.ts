@@ -6,7 +6,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { rejectionOf, sleep } from '../../../helpers/async.js'
 import { startPostgres } from '../../../helpers/pg.js'
-import { openPool } from '../../../../runtime/store/postgres/client.js'
+import { testPool } from './fixture.js'
 import type { Db, Queryable } from '../../../../runtime/store/postgres/db.js'
 import { migrate } from '../../../../runtime/store/postgres/migrate.js'
 import { PgRunLog } from '../../../../runtime/store/postgres/runs.js'
@@ -37,10 +37,10 @@ if (!pg) {
   const pools: Db[] = []
   const open = async (name: string) => {
     const url = await pg.createDatabase(name)
-    const db = counting(await openPool(url, { max: 4, connectTimeoutMs: 2000 }))
+    const db = counting(await testPool(url))
     pools.push(db)
     await migrate(db)
-    const second = counting(await openPool(url, { max: 4, connectTimeoutMs: 2000 }))
+    const second = counting(await testPool(url))
     pools.push(second)
     return { db, a: new PgRunLog(db, { hostId: 'host-a' }), b: new PgRunLog(second, { hostId: 'host-b' }) }
   }

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert'
 import { rejectionOf, sleep } from '../../../helpers/async.js'
 import { hookgateBin } from '../../../helpers/paths.js'
 import { startPostgres } from '../../../helpers/pg.js'
-import { openPool } from '../../../../runtime/store/postgres/client.js'
+import { testPool } from './fixture.js'
 import { isUnavailable, type Db } from '../../../../runtime/store/postgres/db.js'
 import { shownStoreUrl } from '../../../../runtime/store/open.js'
 import { migrate, schemaVersion } from '../../../../runtime/store/postgres/migrate.js'
@@ -38,7 +38,7 @@ if (!pg) {
 } else {
   const pools: Db[] = []
   const pool = async (url: string): Promise<Db> => {
-    const db = await openPool(url, { max: 4, connectTimeoutMs: 2000 })
+    const db = await testPool(url)
     pools.push(db)
     return db
   }
