@@ -4,12 +4,14 @@
 // accept path before it serves HTTP (issue 17 asks ≥ 0.35× the file store's agent rate).
 //
 //   node test/bench/pg-accept.mjs [--duration 5] [--callers 50]
-import { parseArgs } from 'node:util'
 import { pathToFileURL } from 'node:url'
 import { join } from 'node:path'
-import { root } from './lib.mjs'
+import { readCli, root } from './lib.mjs'
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '5' }, callers: { type: 'string', default: '50' } } })
+const USAGE = 'usage: node test/bench/pg-accept.mjs [--duration S] [--callers N]'
+const { number } = readCli('pg-accept', USAGE, { duration: { type: 'string', default: '5' }, callers: { type: 'string', default: '50' } })
+const duration = number('duration', 1, 600)
+const callers = number('callers', 1, 1000)
 const build = (p) => import(pathToFileURL(join(root, 'build', p)).href)
 const { startPostgres } = await build('test/helpers/pg.js')
 const { openPool } = await build('runtime/store/postgres/client.js')
@@ -27,7 +29,7 @@ try {
   const request = { message: 'summarise ' + 'x'.repeat(120), deliver: false, wakeMode: 'next-heartbeat', agentId: 'main', sessionKey: 'hook:bench' }
   let n = 0
   let stop = false
-  const end = Date.now() + Number(values.duration) * 1000
+  const end = Date.now() + duration * 1000
   const caller = async (c) => {
     for (let i = 0; !stop; i++) {
       await log.create({ id: `r-${c}-${i}`, definitionKind: 'hook', definitionId: 'agent', correlationId: `c-${c}-${i}`, action: 'agent', agentId: 'main', sessionKey: 'hook:bench', request })
@@ -36,9 +38,9 @@ try {
     }
   }
   const t0 = performance.now()
-  await Promise.all(Array.from({ length: Number(values.callers) }, (_, c) => caller(c)))
+  await Promise.all(Array.from({ length: callers }, (_, c) => caller(c)))
   const s = (performance.now() - t0) / 1000
-  console.log(`${Math.round(n / s)} runs/s accepted (${n} in ${s.toFixed(1)} s, ${values.callers} callers), ${commits} commits (${(n / commits).toFixed(1)} runs per commit)`)
+  console.log(`${Math.round(n / s)} runs/s accepted (${n} in ${s.toFixed(1)} s, ${callers} callers), ${commits} commits (${(n / commits).toFixed(1)} runs per commit)`)
   await log.close()
   await db.close()
 } finally {
