@@ -17,7 +17,7 @@ import { isFinalStatus, type NewRun, type ReceivedRequest, type RecordLog, type 
 import { wrapExternalContent } from '../envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { Notifier } from '../notify/notifier.js'
-import { MainSession, TURN_REPLY_MAX_CHARS, clipText, type Route } from './session.js'
+import { MainSession, TURN_REPLY_MAX_CHARS, clipText, type Route, type SessionRecord } from './session.js'
 import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workflows/runner.js'
 import { createStepActions } from '../workflows/actions.js'
 import { createHttpStep } from '../workflows/http-step.js'
@@ -111,8 +111,8 @@ function copyRowFields<T extends RowExtra>(extra: RowExtra, out: T): T {
   return out
 }
 
-/** What a wake's run row keeps of its event. */
-interface WakeEvent { text: string; external: boolean; source: string }
+/** What a wake's run row keeps of its event; `now` asks for a turn at once (a shared session's owner reads it). */
+interface WakeEvent { text: string; external: boolean; source: string; now?: true }
 
 type IsolatedRecord =
   | { type: 'isolated'; runId: string; sessionKey: string; at: string; prompt: string; reply: string }
@@ -180,7 +180,8 @@ export class Engine {
     }, createStepActions({
       complete: (agentId, message, timeoutSeconds) => this.complete(agentId, null, [{ role: 'user', content: message }], null, timeoutSeconds),
       isTurnTimeout: (err) => err instanceof TurnTimeout,
-      queueEvent: (agentId, event) => this.queueEvent(agentId, event),
+      // a workflow's wake step asks for a turn right after (heartbeat below)
+      queueEvent: (agentId, event) => this.queueEvent(agentId, event, true),
       heartbeat: (agentId) => this.track(this.session(agentId).heartbeat()),
       http: (call, signal) => this.httpStep(call, signal),
       transforms: () => this.transforms,
@@ -199,6 +200,8 @@ export class Engine {
     const engine = new Engine(store, config, workflows)
     engine.configure(config, workflows, options)
     engine.notifier.start()
+    // Several runtimes on one store: runs a dead one left are resumed here once this one claims them.
+    store.onTakeover?.((rows, transcripts) => { if (!engine.closed) engine.resumeTaken(rows, transcripts as IsolatedRecord[]) })
     return engine
   }
 
@@ -218,6 +221,12 @@ export class Engine {
       s.maxQueued = agent.maxQueuedEvents ?? 1000
       s.startHeartbeat(agent.heartbeatSeconds)
     }
+    // Several runtimes on one store: this one competes for the sessions of the agents it serves.
+    this.store.sessions?.serve(config.agents.map((a) => a.id), {
+      gained: (agentId, records, wakes) => this.session(agentId).gain(records as SessionRecord[], wakes),
+      pulled: (agentId, records, wakes, now) => this.session(agentId).pull(records as SessionRecord[], wakes, now),
+      lost: (agentId) => this.sessions.get(agentId)?.lose(),
+    })
   }
 
   private session(agentId: string): MainSession {
@@ -289,6 +298,7 @@ export class Engine {
     if (submission.kind === 'wake') {
       const input = submission.input
       const event: WakeEvent = { text: input.text, external: input.external, source: input.source }
+      if (input.mode === 'now') event.now = true
       // Field by field: this is every wake's path, and an object spread here showed in the profile.
       const run: NewRun = { id: extra.id ?? randomUUID(), definitionKind: input.definitionKind, definitionId: input.definitionId, correlationId: input.correlationId, action: 'wake', agentId: input.agentId, request: event }
       copyRowFields(extra, run)
@@ -297,6 +307,8 @@ export class Engine {
         run,
         start: (row) => {
           const session = this.session(input.agentId)
+          // Another runtime owns the session (a shared store): it claims the wake from the store.
+          if (!session.owned) return this.runs.release?.(row.id)
           const dropped = session.enqueue({ type: 'event', id: `event:${row.id}`, runId: row.id, at: row.createdAt, text: event.text, external: event.external, source: event.source })
           // The displaced runs' status is not part of this wake's acknowledgement: awaiting it made
           // every wake past a full queue wait for a second fdatasync. A crash before it is written
@@ -341,8 +353,26 @@ export class Engine {
 
   /** Runs that a crash left queued or running are finished: run again, delivered, or settled. */
   resumeUnfinished(): number {
+    const n = this.resume(this.runs.unfinished())
+    for (const s of this.sessions.values()) if (s.pending.length > 0) this.track(s.heartbeat())
+    return n
+  }
+
+  /**
+   * Runs another runtime left unfinished and this one took over (a shared store): resumed as a
+   * restart resumes its own, with the replies and deliveries their transcripts already hold.
+   */
+  resumeTaken(rows: readonly RunRow[], transcripts: readonly IsolatedRecord[]): void {
+    for (const r of transcripts) {
+      if (r.type === 'isolated') this.replies.set(r.runId, r.reply)
+      else if (r.type === 'delivered') this.deliveredNotes.set(r.runId, r.note)
+    }
+    this.resume(rows)
+  }
+
+  private resume(rows: readonly RunRow[]): number {
     let n = 0
-    for (const row of this.runs.unfinished()) {
+    for (const row of rows) {
       if (row.parentRunId !== undefined) {
         // a step resumes with its workflow; one whose workflow already ended was left behind
         const parent = this.runs.get(row.parentRunId)
@@ -365,13 +395,12 @@ export class Engine {
       const requeue = row.status === 'running' ? this.runs.transition(row.id, 'queued') : Promise.resolve(row)
       this.track(requeue.then((r) => (row.action === 'agent' ? this.runAgent(r, row.request as AgentRequest) : this.runWorkflow(r, row.request as WorkflowRequest))))
     }
-    for (const s of this.sessions.values()) if (s.pending.length > 0) this.track(s.heartbeat())
     return n
   }
 
   /** Events that are not runs of their own (summaries, workflow steps) go to the session journal. */
-  private async queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }): Promise<void> {
-    await this.settleDropped(await this.session(agentId).queue(event))
+  private async queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }, now = false): Promise<void> {
+    await this.settleDropped(await this.session(agentId).queue(event, now))
   }
 
   /**
@@ -499,7 +528,7 @@ export class Engine {
   private async summarise(row: RunRow, req: AgentRequest, what: string): Promise<void> {
     const label = req.name ?? row.definitionId
     if (this.session(req.agentId).knownAtStart.has(`summary:${row.id}`)) return // queued before a crash
-    await this.queueEvent(req.agentId, { id: `summary:${row.id}`, runId: '', text: `Hook "${label}" (run ${row.id}) ${what}`, external: true, source: req.source })
+    await this.queueEvent(req.agentId, { id: `summary:${row.id}`, runId: '', text: `Hook "${label}" (run ${row.id}) ${what}`, external: true, source: req.source }, req.wakeMode === 'now')
     if (req.wakeMode === 'now') this.track(this.session(req.agentId).heartbeat())
   }
 

@@ -238,6 +238,8 @@ export interface RunLog {
   output(row: RunRow): unknown
   /** forget the oldest finished rows past the memory bound (the store keeps them) */
   trim(): void
+  /** several runtimes on one store: forget a run accepted here for another runtime to run (it claims it) */
+  release?(id: string): void
   readonly health: StoreHealth
   /** what opening it compacted, if anything */
   readonly compaction: Compaction | null
@@ -254,10 +256,45 @@ export interface RecordLog<R> {
 /** A record log as opened: what it held, and the log to append to. */
 export interface OpenedLog<R> { records: R[]; log: RecordLog<R> }
 
+/**
+ * What a runtime that owns an agent's main session is told (the engine): the session is one
+ * runtime's at a time, and only its owner queues events for a turn, runs turns and settles wakes.
+ */
+export interface SessionHandler<R extends object> {
+  /** this runtime owns the session now: its log as it stands, and its queued wakes, claimed */
+  gained(agentId: string, records: R[], wakes: RunRow[]): void
+  /** events and wakes queued by any runtime since; `now`: one of them asks for a turn at once */
+  pulled(agentId: string, records: R[], wakes: RunRow[], now: boolean): void
+  /** another runtime holds the session now (this one's lease ran out): forget what was queued */
+  lost(agentId: string): void
+}
+
+/**
+ * Agents' main sessions shared by several runtimes: a lease per agent, fenced, so that one runtime
+ * at a time reads its events and commits its turns. Absent on a store only one runtime uses.
+ */
+export interface SessionOwnership<R extends object = object> {
+  /** the agents this runtime competes for (a reload changes them), and who hears of it */
+  serve(agentIds: readonly string[], handler: SessionHandler<R>): void
+  owns(agentId: string): boolean
+  /** an event for the session, wherever its owner is; durable before it resolves */
+  queue(agentId: string, record: R & { id: string }, now: boolean): Promise<void>
+  /** a turn's record, committed only while this runtime holds the session; `fenced_out` otherwise */
+  commitTurn(agentId: string, record: R): Promise<void>
+  close(): Promise<void>
+}
+
+/** Runs another runtime left unfinished, claimed by this one, with their transcript records. */
+export type TakeoverListener = (runs: RunRow[], transcripts: object[]) => void
+
 /** One state: the runs and the record logs beside them. */
 export interface Store {
   readonly kind: 'file' | 'postgres'
   readonly runs: RunLog
+  /** several runtimes on one store: who owns each agent's main session */
+  readonly sessions?: SessionOwnership
+  /** several runtimes on one store: told of the runs this one takes over from a dead one, to resume them */
+  onTakeover?(listener: TakeoverListener): void
   /**
    * Opens the record log `name` (`isolated`, `<agent>/main`) with what it holds. `keep`, when the
    * log has grown past its bound, is what it is rewritten to: the records a later start still needs.

@@ -1,14 +1,17 @@
 // The PostgreSQL store: several runtimes on one database. Opening it connects (a pool of at most
 // ten connections), brings the schema up to date under the migration lock, and registers this
-// runtime in hookgate_hosts, renewed while it runs (a row whose lease ran out marks a runtime the
-// others may take runs over from). Record logs are read once at open, as the file store reads its
-// files, and written through group commit.
+// runtime in hookgate_hosts, renewed while it runs. Record logs are read once at open and written
+// through group commit.
 //
-// Still single-host in what it promises for sessions: one runtime per database owns each agent's
-// main session log (leases and takeover come next).
+// Several runtimes share it:
+// - a runtime whose row in hookgate_hosts expired (or that stopped and removed it) is dead to the
+//   others: every SWEEP they claim its unfinished runs (takeover.ts) and resume them, so a dead
+//   runtime's runs go on within hostTtl + sweep;
+// - each agent's main session has one owner at a time (sessions.ts);
+// - a run's Idempotency-Key and a task slot's run id are unique across all of them (runs.ts).
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import type { OpenedLog, RefusalRecorder, Store } from '../store.js'
+import type { OpenedLog, RefusalRecorder, Store, TakeoverListener } from '../store.js'
 import { openPool } from './client.js'
 import type { Db } from './db.js'
 import { PgHistory } from './history.js'
@@ -16,18 +19,21 @@ import { PgRecordLog } from './logs.js'
 import { migrate } from './migrate.js'
 import { PgRejects, REJECTS_LOG } from './rejects.js'
 import { PgRunLog } from './runs.js'
+import { PgSessions } from './sessions.js'
+import { claimOrphans } from './takeover.js'
 
 /** A runtime whose row was not renewed for this long is dead to the others, default 15 s. */
 export const DEFAULT_HOST_TTL_MS = 15_000
-/** A record log longer than this is rewritten at open to what its owner keeps. */
-export const LOG_COMPACT_ABOVE_RECORDS = 20_000
+/** How often a runtime looks for a dead runtime's runs to take over, default 5 s. */
+export const DEFAULT_SWEEP_MS = 5_000
+/** Runs claimed per statement of a sweep (a sweep claims until none are left). */
+const SWEEP_BATCH = 200
 
 export interface PgStoreOptions {
   hostTtlMs?: number
+  sweepMs?: number
   keepKeysForMs?: number
   retainFinished?: number
-  /** the size past which a record log is rewritten at open (tests set it low) */
-  logCompactAboveRecords?: number
   /** a connection the server dropped while idle, and other things worth a log line */
   warn?: (message: string) => void
 }
@@ -37,16 +43,68 @@ export class PgStore implements Store {
   readonly runs: PgRunLog
   private readonly logs = new Set<{ close(): Promise<void> }>()
   private rejects: PgRejects | undefined
+  readonly sessions: PgSessions
   private readonly renewal: NodeJS.Timeout
+  private readonly sweeper: NodeJS.Timeout
+  private takeover: TakeoverListener | undefined
+  private sweeping: Promise<void> | undefined
+  /**
+   * Since when this runtime's own lease has been renewed without a break (undefined: the last
+   * renewal failed). After an outage of the database every runtime's lease may have run out
+   * meanwhile; sweeping before the others had the time to renew theirs would take live runtimes'
+   * runs, so a sweep waits until this runtime's own renewals have held for half a lease.
+   */
+  private renewedSince: number | undefined = -Infinity
+  private renewalWarned = false
+  private closed = false
 
   private constructor(readonly db: Db, readonly hostId: string, private readonly preloaded: Map<string, object[]>, private readonly options: PgStoreOptions) {
     this.runs = new PgRunLog(db, { hostId, ...(options.keepKeysForMs !== undefined ? { keepKeysForMs: options.keepKeysForMs } : {}), ...(options.retainFinished !== undefined ? { retainFinished: options.retainFinished } : {}) })
     const ttl = options.hostTtlMs ?? DEFAULT_HOST_TTL_MS
-    this.renewal = setInterval(() => {
-      db.query("UPDATE hookgate_hosts SET expires_at = now() + $2 * interval '1 millisecond' WHERE id = $1", [hostId, ttl])
-        .catch((err: Error) => options.warn?.(`could not renew this runtime's lease: ${err.message}`))
-    }, Math.max(100, Math.floor(ttl / 3)))
+    this.sessions = new PgSessions(db, hostId, this.runs, { ttlMs: ttl, ...(options.warn ? { warn: options.warn } : {}) })
+    this.renewal = setInterval(() => void this.renew(ttl), Math.max(100, Math.floor(ttl / 3)))
     this.renewal.unref()
+    this.sweeper = setInterval(() => {
+      if (this.renewedSince !== undefined && Date.now() - this.renewedSince >= ttl / 2) this.sweep()
+    }, options.sweepMs ?? DEFAULT_SWEEP_MS)
+    this.sweeper.unref()
+  }
+
+  onTakeover(listener: TakeoverListener): void {
+    this.takeover = listener
+  }
+
+  /** Renews this runtime's row (written again if it is gone: a database restored from a backup). */
+  private async renew(ttl: number): Promise<void> {
+    try {
+      await this.db.query(
+        `INSERT INTO hookgate_hosts (id, started_at, expires_at) VALUES ($1, now(), now() + $2 * interval '1 millisecond')
+         ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at`, [this.hostId, ttl])
+      this.renewedSince ??= Date.now()
+      this.renewalWarned = false
+    } catch (err) {
+      this.renewedSince = undefined
+      if (!this.renewalWarned && !this.closed) this.options.warn?.(`could not renew this runtime's lease: ${(err as Error).message}`)
+      this.renewalWarned = true
+    }
+  }
+
+  /** Claims dead runtimes' unfinished runs, a batch at a time, and hands them to the listener. */
+  sweep(): Promise<void> {
+    if (this.sweeping || this.closed || !this.takeover) return this.sweeping ?? Promise.resolve()
+    this.sweeping = (async () => {
+      for (;;) {
+        const taken = await this.db.transaction((q) => claimOrphans(q, this.hostId, SWEEP_BATCH))
+        if (taken.claimed.length === 0) return
+        const rows = this.runs.adopt(taken.claimed, taken.related)
+        this.options.warn?.(`took over ${taken.claimed.length} unfinished run(s) of a runtime that stopped renewing its lease`)
+        this.takeover?.(rows, taken.isolated)
+        if (taken.claimed.length < SWEEP_BATCH) return
+      }
+    })().catch((err: Error) => {
+      if (!this.closed) this.options.warn?.(`could not look for runs to take over: ${err.message}`)
+    }).finally(() => { this.sweeping = undefined })
+    return this.sweeping
   }
 
   static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
@@ -69,16 +127,15 @@ export class PgStore implements Store {
     }
   }
 
-  openLog<R extends object>(name: string, keep?: (records: R[]) => R[]): OpenedLog<R> {
+  /**
+   * The log's records as they were at open. `keep` is not applied: several runtimes append to one
+   * log (the transcripts, a session whose owner changes), and a rewrite by one would delete what
+   * another appended meanwhile, with a `keep` that knows only this runtime's runs.
+   */
+  openLog<R extends object>(name: string): OpenedLog<R> {
     const records = (this.preloaded.get(name) ?? []) as R[]
     this.preloaded.delete(name)
-    // A long log is rewritten to what its owner keeps before anything more is appended to it.
-    const rewrite = keep && records.length > (this.options.logCompactAboveRecords ?? LOG_COMPACT_ABOVE_RECORDS)
-      ? PgRecordLog.rewrite(this.db, name, keep(records))
-      : undefined
-    // its failure reaches the first append; nobody else waits on it
-    rewrite?.catch(() => {})
-    const log = new PgRecordLog<R>(this.db, name, rewrite)
+    const log = new PgRecordLog<R>(this.db, name)
     this.logs.add(log)
     return { records, log }
   }
@@ -94,7 +151,11 @@ export class PgStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.closed = true
     clearInterval(this.renewal)
+    clearInterval(this.sweeper)
+    await this.sweeping
+    await this.sessions.close()
     await this.rejects?.close()
     for (const log of this.logs) await log.close()
     await this.runs.close()

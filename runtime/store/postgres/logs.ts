@@ -10,11 +10,8 @@ export class PgRecordLog<R extends object> implements RecordLog<R> {
   private readonly writes: GroupCommit<readonly R[]>
   private closed = false
 
-  /** `after`: a rewrite of the log (its compaction at open) the first append waits for. */
-  constructor(db: Db, readonly name: string, after?: Promise<void>) {
-    let first: Promise<void> | undefined = after
+  constructor(db: Db, readonly name: string) {
     this.writes = new GroupCommit<readonly R[]>(async (batch) => {
-      if (first) { await first; first = undefined }
       await db.transaction((q) => insertRecords(q, name, batch.flat()))
       return new Map()
     }, () => true)
@@ -24,14 +21,6 @@ export class PgRecordLog<R extends object> implements RecordLog<R> {
   static async read<R>(db: Queryable, name: string): Promise<R[]> {
     const r = await db.query<{ record: R }>('SELECT record FROM hookgate_logs WHERE log = $1 ORDER BY seq', [name])
     return r.rows.map((x) => x.record)
-  }
-
-  /** Replaces the log's records with `records`, in one transaction (what a compaction keeps). */
-  static async rewrite<R>(db: Db, name: string, records: readonly R[]): Promise<void> {
-    await db.transaction(async (q) => {
-      await q.query('DELETE FROM hookgate_logs WHERE log = $1', [name])
-      await insertRecords(q, name, records)
-    })
   }
 
   append(...records: R[]): Promise<void> {

@@ -120,9 +120,9 @@ export class PgRunLog implements RunLog {
     if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
     if (!FINAL_STATUSES.has(status)) throw new RunStoreError('invalid_run', `settle takes a final status, not "${String(status)}"`)
     // One statement for all of them: each is one more row of the next commit's update. A run
-    // that finished meanwhile is left alone.
+    // that finished meanwhile is left alone, and so is one another runtime took over (it settles it).
     await Promise.all(ids.map((id) => this.transition(id, status, extra).catch((err) => {
-      if (!(err instanceof RunStoreError && (err.code === 'illegal_transition' || err.code === 'unknown_run'))) throw err
+      if (!(err instanceof RunStoreError && (err.code === 'illegal_transition' || err.code === 'unknown_run' || err.code === 'fenced_out'))) throw err
     })))
   }
 
@@ -181,6 +181,37 @@ export class PgRunLog implements RunLog {
     }
   }
 
+  /**
+   * Runs this runtime has just claimed from another (a dead runtime's, or a session's wakes), under
+   * the fence the claim gave them; `related` are rows that come with them only to be read (a taken
+   * workflow's finished steps). A row already here is left as it is.
+   */
+  adopt(claimed: readonly { row: RunRow; fence: number }[], related: readonly RunRow[] = []): RunRow[] {
+    const out: RunRow[] = []
+    for (const { row, fence } of claimed) {
+      this.fences.set(row.id, fence)
+      if (!this.rows.has(row.id)) out.push(row)
+      this.rows.set(row.id, row)
+    }
+    for (const row of related) {
+      if (this.rows.has(row.id)) continue
+      this.rows.set(row.id, row)
+      if (FINAL_STATUSES.has(row.status)) this.countFinished(1)
+    }
+    return out
+  }
+
+  /**
+   * Forgets a run this runtime accepted for another to run (a wake whose session another runtime
+   * owns): that runtime claims it from the database, and nothing here writes it again.
+   */
+  release(id: string): void {
+    const row = this.rows.get(id)
+    if (!row || this.inFlight.has(id)) return
+    this.rows.delete(id)
+    this.fences.delete(id)
+  }
+
   get health(): StoreHealth {
     return this.writes.health
   }
@@ -196,7 +227,17 @@ export class PgRunLog implements RunLog {
   /** A status change (or a note) of a run this runtime owns, committed under its fence. */
   private async commitChange(row: RunRow, next: RunRow, statusChanged = true): Promise<RunRow> {
     const fence = this.fences.get(row.id) ?? 1
-    await this.writes.add({ kind: 'update', row: next, fence })
+    try {
+      await this.writes.add({ kind: 'update', row: next, fence })
+    } catch (err) {
+      // Another runtime took the run over (this one was paused or cut off past its lease): it is
+      // that runtime's now, and nothing here may write it again.
+      if (err instanceof RunStoreError && err.code === 'fenced_out' && this.fences.get(row.id) === fence) {
+        this.rows.delete(row.id)
+        this.fences.delete(row.id)
+      }
+      throw err
+    }
     // A finished run is never run again: its request stays in the database, not in memory.
     const kept = FINAL_STATUSES.has(next.status) ? withoutRequest(next) : next
     this.rows.set(row.id, kept)

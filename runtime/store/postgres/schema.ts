@@ -103,6 +103,38 @@ CREATE TABLE hookgate_rejects (
 CREATE INDEX hookgate_rejects_last ON hookgate_rejects (last_at DESC);
 `,
   },
+  {
+    version: 2,
+    title: 'several runtimes: logged host and session leases, the session inbox, indexes for takeover and wake pulls',
+    sql: `
+-- A crash of the database empties an UNLOGGED table: every live runtime would look dead to the
+-- others (its runs taken over for nothing), and a session lease's fence would start again at 1,
+-- so that a runtime paused past its lease could commit a turn under a fence reissued to another.
+-- Both tables are small and written every few seconds: logging them costs little.
+ALTER TABLE hookgate_hosts SET LOGGED;
+ALTER TABLE hookgate_session_leases SET LOGGED;
+
+-- Events for an agent's main session queued by any runtime (an isolated run's summary, a workflow
+-- step's event): the session's owner moves them into the session's log, in one statement, and
+-- queues them for its next turn. The key makes a second queueing of one event (a run resumed
+-- after a crash) a no-op.
+CREATE TABLE hookgate_session_inbox (
+  log text NOT NULL,
+  id text NOT NULL,
+  record jsonb NOT NULL,
+  -- the event asks for a turn at once (an isolated run's summary with wakeMode now)
+  now boolean NOT NULL DEFAULT false,
+  queued_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (log, id)
+);
+
+-- The wakes a session owner pulls: queued wake rows of its agents accepted elsewhere.
+CREATE INDEX hookgate_runs_queued_wakes ON hookgate_runs (agent_id) WHERE action = 'wake' AND status = 'queued';
+
+-- A run taken over needs its transcript records (a reply already asked for is not asked again).
+CREATE INDEX hookgate_logs_isolated_run ON hookgate_logs ((record->>'runId')) WHERE log = 'isolated';
+`,
+  },
 ]
 
 /** The newest schema version this runtime knows. */

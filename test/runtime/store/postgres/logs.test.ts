@@ -1,5 +1,5 @@
 // Record logs on a real PostgreSQL: appends read back in their order, also when many share a commit
-// and when two logs interleave; a rewrite replaces a log whole; and while the database is down an
+// and when two logs interleave; and while the database is down an
 // append waits, then lands after the restart.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -33,15 +33,6 @@ if (!pg) {
     assert.equal((await PgRecordLog.read<Rec>(database(), 'isolated')).map((r) => r.n), Array.from({ length: 67 }, (_, i) => i * 3))
     await a.close()
     await b.close()
-  })
-
-  logs('a rewrite replaces the log whole', async () => {
-    const log = new PgRecordLog<Rec>(database(), 'rewrite')
-    await log.append({ n: 1 }, { n: 2 }, { n: 3 })
-    await PgRecordLog.rewrite(database(), 'rewrite', [{ n: 3 }])
-    await log.append({ n: 4 })
-    assert.equal(await PgRecordLog.read<Rec>(database(), 'rewrite'), [{ n: 3 }, { n: 4 }])
-    await log.close()
   })
 
   logs('an append while the database is down waits, and lands after the restart', async () => {

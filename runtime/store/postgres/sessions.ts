@@ -1,0 +1,206 @@
+// Agents' main sessions across runtimes: one owner per session, by lease. Each runtime competes for
+// the sessions of the agents it serves with one statement every second, which renews the leases it
+// holds and takes those that expired; a lease taken from another runtime gets a new fence. The
+// owner alone runs the session's turns: it reads the session's log when it gains it, pulls what
+// other runtimes queued (events from the inbox, wakes from the run table) every POLL_MS, and
+// commits each turn's record only while its lease and fence still hold (a runtime paused past its
+// lease finds its turn refused, `fenced_out`, and forgets the session).
+//
+// No session-level advisory lock and no LISTEN: both break behind pgbouncer in transaction mode.
+// Polling bounds the delay of an event queued on another runtime to about POLL_MS.
+import { RunStoreError, type SessionHandler, type SessionOwnership, type StoreHealth } from '../store.js'
+import { isUnavailable, type Db } from './db.js'
+import { GroupCommit } from './group-commit.js'
+import type { PgRunLog } from './runs.js'
+import { claimWakes } from './takeover.js'
+
+/** How often an owner pulls what other runtimes queued for its sessions. */
+export const SESSION_POLL_MS = 250
+const RETRY_MAX_MS = 2000
+
+interface Inboxed { log: string; id: string; record: object; now: boolean }
+
+/** The log an agent's main session is kept in (the same name as the file store's). */
+export function sessionLogName(agentId: string): string {
+  return `${encodeURIComponent(agentId)}/main`
+}
+
+export class PgSessions implements SessionOwnership {
+  private agents: readonly string[] = []
+  private handler: SessionHandler<object> | undefined
+  /** the sessions this runtime owns: agent → fence, and until when the lease holds by this clock */
+  private readonly owned = new Map<string, { fence: number; until: number }>()
+  private readonly inbox: GroupCommit<Inboxed>
+  private readonly leaseTimer: NodeJS.Timeout
+  private readonly pullTimer: NodeJS.Timeout
+  private busy: Promise<void> = Promise.resolve()
+  private readonly competeStep = (): Promise<void> => this.compete()
+  private readonly pullStep = (): Promise<void> => this.pull()
+  private closed = false
+  private warned = false
+
+  constructor(private readonly db: Db, private readonly hostId: string, private readonly runs: PgRunLog, private readonly options: { ttlMs: number; pollMs?: number; warn?: (message: string) => void }) {
+    this.inbox = new GroupCommit<Inboxed>(async (batch) => {
+      await db.query(
+        `INSERT INTO hookgate_session_inbox (log, id, record, now)
+         SELECT log, id, record, now FROM jsonb_to_recordset($1::jsonb) AS t(log text, id text, record jsonb, now boolean)
+         ON CONFLICT (log, id) DO NOTHING`, [JSON.stringify(batch)])
+      return new Map()
+    }, () => true)
+    this.leaseTimer = setInterval(() => this.tick(this.competeStep), Math.min(1000, Math.max(50, Math.floor(options.ttlMs / 3))))
+    this.pullTimer = setInterval(() => { if (this.owned.size > 0) this.tick(this.pullStep) }, options.pollMs ?? SESSION_POLL_MS)
+    this.leaseTimer.unref()
+    this.pullTimer.unref()
+  }
+
+  serve(agentIds: readonly string[], handler: SessionHandler<object>): void {
+    this.agents = [...agentIds]
+    this.handler = handler
+    // sessions of agents no longer served are let go at the next renewal (not renewed)
+    for (const agentId of [...this.owned.keys()]) if (!agentIds.includes(agentId)) this.owned.delete(agentId)
+    this.tick(this.competeStep)
+  }
+
+  owns(agentId: string): boolean {
+    const lease = this.owned.get(agentId)
+    return lease !== undefined && lease.until > Date.now()
+  }
+
+  async queue(agentId: string, record: object & { id: string }, now: boolean): Promise<void> {
+    if (this.closed) throw new RunStoreError('store_closed', 'the session store is closed')
+    await this.inbox.add({ log: sessionLogName(agentId), id: record.id, record, now })
+    // the owner here: no need to wait for the next poll
+    if (this.owned.has(agentId)) this.tick(this.pullStep)
+  }
+
+  async commitTurn(agentId: string, record: object): Promise<void> {
+    const lease = this.owned.get(agentId)
+    if (!lease) throw fencedOut(agentId)
+    let delay = 50
+    for (;;) {
+      try {
+        // FOR SHARE: a runtime taking the lease over waits for this commit, and then reads it.
+        const r = await this.db.query(
+          `INSERT INTO hookgate_logs (log, record)
+           SELECT $1, $2::jsonb
+           WHERE EXISTS (SELECT 1 FROM hookgate_session_leases WHERE agent_id = $3 AND owner = $4 AND fence = $5 AND expires_at > now() FOR SHARE)`,
+          [sessionLogName(agentId), JSON.stringify(record), agentId, this.hostId, lease.fence])
+        if (r.rowCount === 1) return
+        if (this.owned.get(agentId) === lease) this.lose(agentId)
+        throw fencedOut(agentId)
+      } catch (err) {
+        if (!isUnavailable(err) || this.closed) throw err
+        await new Promise((r) => setTimeout(r, delay))
+        delay = Math.min(delay * 2, RETRY_MAX_MS)
+      }
+    }
+  }
+
+  get health(): StoreHealth {
+    return this.inbox.health
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    clearInterval(this.leaseTimer)
+    clearInterval(this.pullTimer)
+    await this.busy
+    await this.inbox.close()
+    // A runtime that stops cleanly hands its sessions over at once instead of after the lease.
+    if (this.owned.size > 0) {
+      await this.db.query('DELETE FROM hookgate_session_leases WHERE owner = $1', [this.hostId]).catch(() => {})
+      this.owned.clear()
+    }
+  }
+
+  // ---- the background work, one step at a time ----------------------------------------------------
+
+  /** steps queued and not begun: a slow database gets one of each, not a pile */
+  private readonly queued = new Set<() => Promise<void>>()
+
+  private tick(step: () => Promise<void>): void {
+    if (this.closed || this.queued.has(step)) return
+    this.queued.add(step)
+    this.busy = this.busy.then(() => { this.queued.delete(step); return step() }).then(() => { this.warned = false }, (err: Error) => {
+      if (this.warned || this.closed) return
+      this.warned = true
+      this.options.warn?.(`could not renew or pull the agents' sessions: ${err.message}`)
+    })
+  }
+
+  /** Renews the leases held and takes the free ones; tells the handler what changed. */
+  private async compete(): Promise<void> {
+    if (this.agents.length === 0 || !this.handler) return
+    const started = Date.now()
+    const r = await this.db.query<{ agent_id: string; fence: string }>(
+      `INSERT INTO hookgate_session_leases AS l (agent_id, owner, fence, expires_at)
+       SELECT a, $1, 1, now() + $3 * interval '1 millisecond' FROM unnest($2::text[]) AS a
+       ON CONFLICT (agent_id) DO UPDATE
+         SET owner = $1, fence = CASE WHEN l.owner = $1 THEN l.fence ELSE l.fence + 1 END, expires_at = excluded.expires_at
+         WHERE l.owner = $1 OR l.expires_at < now()
+       RETURNING agent_id, fence::text AS fence`, [this.hostId, this.agents, this.options.ttlMs])
+    // a margin for the clocks: this runtime stops taking the session as its own a little early
+    const until = started + this.options.ttlMs - Math.min(1000, this.options.ttlMs / 5)
+    const held = new Map(r.rows.map((x) => [x.agent_id, Number(x.fence)]))
+    for (const [agentId, lease] of [...this.owned]) {
+      if (held.get(agentId) !== lease.fence) this.lose(agentId)
+    }
+    for (const [agentId, fence] of held) {
+      const lease = this.owned.get(agentId)
+      if (lease) { lease.until = until; continue }
+      await this.gain(agentId, fence, until)
+    }
+  }
+
+  /** Reads the session as it stands, takes its queued wakes, and hands both to the handler. */
+  private async gain(agentId: string, fence: number, until: number): Promise<void> {
+    const log = sessionLogName(agentId)
+    const { records, wakes } = await this.db.transaction(async (q) => {
+      await moveInbox(q, [log])
+      const read = await q.query<{ record: object }>('SELECT record FROM hookgate_logs WHERE log = $1 ORDER BY seq', [log])
+      return { records: read.rows.map((x) => x.record), wakes: await claimWakes(q, this.hostId, [agentId], true) }
+    })
+    this.owned.set(agentId, { fence, until })
+    this.runs.adopt(wakes)
+    this.handler?.gained(agentId, records, wakes.map((w) => w.row))
+  }
+
+  /** What other runtimes queued for the sessions owned here: inbox events, then wakes. */
+  private async pull(): Promise<void> {
+    const agents = [...this.owned.keys()].filter((a) => this.owns(a))
+    if (agents.length === 0) return
+    const logs = new Map(agents.map((a) => [sessionLogName(a), a]))
+    const { moved, wakes } = await this.db.transaction(async (q) => ({
+      moved: await moveInbox(q, [...logs.keys()]),
+      wakes: await claimWakes(q, this.hostId, agents),
+    }))
+    if (moved.length === 0 && wakes.length === 0) return
+    this.runs.adopt(wakes)
+    for (const agentId of agents) {
+      if (!this.owned.has(agentId)) continue
+      const records = moved.filter((m) => logs.get(m.log) === agentId)
+      const rows = wakes.filter((w) => w.row.agentId === agentId).map((w) => w.row)
+      if (records.length === 0 && rows.length === 0) continue
+      const now = records.some((m) => m.now) || rows.some((w) => (w.request as { now?: boolean } | undefined)?.now === true)
+      this.handler?.pulled(agentId, records.map((m) => m.record), rows, now)
+    }
+  }
+
+  private lose(agentId: string): void {
+    this.owned.delete(agentId)
+    this.handler?.lost(agentId)
+  }
+}
+
+/** Moves the inbox's events of `logs` into those logs, oldest first; returns them. */
+async function moveInbox(q: { query: Db['query'] }, logs: readonly string[]): Promise<Inboxed[]> {
+  const r = await q.query<Inboxed>(
+    `WITH moved AS (DELETE FROM hookgate_session_inbox WHERE log = ANY($1::text[]) RETURNING log, id, record, now, queued_at),
+     logged AS (INSERT INTO hookgate_logs (log, record) SELECT log, record FROM moved ORDER BY queued_at)
+     SELECT log, id, record, now FROM moved ORDER BY queued_at`, [logs])
+  return r.rows
+}
+
+function fencedOut(agentId: string): RunStoreError {
+  return new RunStoreError('fenced_out', `the main session of agent ${agentId} is no longer this runtime's: another took it over`)
+}

@@ -1,0 +1,64 @@
+// Taking runs over from another runtime. Each run has an owner (the runtime that runs it) and a
+// fence, bumped by every claim, so that the runtime that lost a run can no longer write it (its
+// updates name the old fence and change nothing). Two kinds of claim:
+// - a dead runtime's unfinished runs (its row in hookgate_hosts expired, or it stopped and removed
+//   it), claimed by whichever live runtime sweeps first, a workflow with its steps, `FOR UPDATE SKIP
+//   LOCKED` so that runtimes sweeping at once split the work instead of waiting on each other;
+// - the queued wakes of an agent whose main session this runtime owns, accepted by any runtime
+//   (see sessions.ts).
+import type { RunRow } from '../store.js'
+import type { Queryable } from './db.js'
+
+export interface Claimed { row: RunRow; fence: number }
+
+interface DbRun { id: string; fence: string; row: Omit<RunRow, 'request' | 'received'>; request: unknown }
+
+/** The row as the runtime holds it: the stored row with its request beside it. */
+export function runFromDb(r: { row: Omit<RunRow, 'request' | 'received'>; request: unknown }): RunRow {
+  return r.request === null || r.request === undefined ? r.row as RunRow : { ...r.row, request: r.request } as RunRow
+}
+
+/**
+ * Claims up to `limit` unfinished runs (not wakes: the session's owner takes those) whose owner is
+ * no live runtime, each workflow with its unfinished steps; returns them under their new fence,
+ * the claimed workflows' finished steps, and the transcript records of the claimed runs.
+ */
+export async function claimOrphans(q: Queryable, hostId: string, limit: number): Promise<{ claimed: Claimed[]; related: RunRow[]; isolated: object[] }> {
+  const r = await q.query<DbRun>(
+    `WITH roots AS (
+       SELECT id FROM hookgate_runs r
+       WHERE status IN ('queued', 'running') AND action <> 'wake' AND owner <> $1
+         AND NOT EXISTS (SELECT 1 FROM hookgate_hosts h WHERE h.id = r.owner AND h.expires_at > now())
+         AND (parent_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM hookgate_runs p WHERE p.id = r.parent_run_id AND p.status IN ('queued', 'running')))
+       ORDER BY created_at
+       LIMIT $2
+       FOR UPDATE SKIP LOCKED)
+     UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
+     WHERE (r.id IN (SELECT id FROM roots) OR r.parent_run_id IN (SELECT id FROM roots)) AND r.status IN ('queued', 'running')
+     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, limit])
+  if (r.rows.length === 0) return { claimed: [], related: [], isolated: [] }
+  const claimed = r.rows.map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
+  const ids = claimed.map((c) => c.row.id)
+  const workflows = claimed.filter((c) => c.row.action === 'workflow').map((c) => c.row.id)
+  const related = workflows.length === 0 ? [] : (await q.query<DbRun>(
+    `SELECT id, fence::text AS fence, row, request FROM hookgate_runs
+     WHERE parent_run_id = ANY($1::text[]) AND status NOT IN ('queued', 'running')`, [workflows])).rows.map(runFromDb)
+  const isolated = (await q.query<{ record: object }>(
+    "SELECT record FROM hookgate_logs WHERE log = 'isolated' AND record->>'runId' = ANY($1::text[]) ORDER BY seq", [ids])).rows.map((x) => x.record)
+  return { claimed, related, isolated }
+}
+
+/**
+ * Claims the queued wakes of `agentIds` that another runtime holds, oldest first; with `own`, this
+ * runtime's as well (when it has just gained a session, wakes it accepted while another owned it).
+ */
+export async function claimWakes(q: Queryable, hostId: string, agentIds: readonly string[], own = false): Promise<Claimed[]> {
+  if (agentIds.length === 0) return []
+  const r = await q.query<DbRun>(
+    `UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
+     WHERE r.action = 'wake' AND r.status = 'queued' AND r.agent_id = ANY($2::text[]) AND ($3 OR r.owner <> $1)
+     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, agentIds, own])
+  return r.rows
+    .sort((a, b) => (a.row.createdAt < b.row.createdAt ? -1 : a.row.createdAt > b.row.createdAt ? 1 : 0))
+    .map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
+}

@@ -1,0 +1,108 @@
+// Agents' main sessions shared by two runtimes on a real PostgreSQL: one of them owns the session;
+// an event queued on the other reaches the owner (with its wish for a turn now), and so does a wake
+// accepted there; the owner's turn commits; when its lease runs out the other takes the session over
+// with the log as it stands and the wakes no committed turn read, and the first one's late turn is
+// refused by the fence.
+import { suite } from 'uvu'
+import * as assert from 'uvu/assert'
+import { rejectionOf } from '../../../helpers/async.js'
+import { startPostgres } from '../../../helpers/pg.js'
+import { until } from '../../http/harness.js'
+import { PgStore } from '../../../../runtime/store/postgres/index.js'
+import { RunStoreError, type RunRow, type SessionHandler } from '../../../../runtime/store/store.js'
+
+const pg = await startPostgres()
+const sessions = suite('main sessions shared by several runtimes')
+
+interface Heard { gained: Array<{ records: object[]; wakes: RunRow[] }>; pulled: Array<{ records: object[]; wakes: RunRow[]; now: boolean }>; lost: number }
+
+function listener(): SessionHandler<object> & { heard: Heard } {
+  const heard: Heard = { gained: [], pulled: [], lost: 0 }
+  return {
+    heard,
+    gained: (_agent, records, wakes) => { heard.gained.push({ records, wakes }) },
+    pulled: (_agent, records, wakes, now) => { heard.pulled.push({ records, wakes, now }) },
+    lost: () => { heard.lost++ },
+  }
+}
+
+if (!pg) {
+  console.log('skipped: no PostgreSQL server binaries')
+} else {
+  sessions.after(async () => { await pg.destroy() })
+
+  sessions('one runtime owns the session; what the other queues reaches it; a paused owner loses it and its late turn is refused', async () => {
+    const url = await pg.createDatabase('sessions')
+    // a's lease is long (it would renew late); b's short lease keeps b competing every 200 ms
+    const a = await PgStore.open(url, { hostTtlMs: 30_000 })
+    const b = await PgStore.open(url, { hostTtlMs: 600 })
+    try {
+      const ha = listener()
+      a.sessions.serve(['main'], ha)
+      await until('a to own the session', () => (a.sessions.owns('main') ? true : undefined))
+      const hb = listener()
+      b.sessions.serve(['main'], hb)
+      await new Promise((r) => setTimeout(r, 500))
+      assert.not.ok(b.sessions.owns('main'), 'one owner')
+      assert.is(hb.heard.gained.length, 0)
+
+      // an event and a wake accepted on b reach a
+      await b.sessions.queue('main', { type: 'event', id: 'summary:r1', text: 'run r1 finished' } as { id: string }, true)
+      const wake = await b.runs.create({ id: 'w1', definitionKind: 'hook', definitionId: 'wake', correlationId: 'c', action: 'wake', agentId: 'main', request: { text: 'deploy', external: true, source: 'hook', now: true } })
+      b.runs.release(wake.id)
+      await until('a to pull both', () => (ha.heard.pulled.flatMap((p) => [...p.records.map((r) => (r as { id: string }).id), ...p.wakes.map((w) => w.id)]).length === 2 ? true : undefined), 3000)
+      assert.ok(ha.heard.pulled.every((p) => p.now), 'both asked for a turn now')
+      assert.is(a.runs.get('w1')?.status, 'queued', 'a holds the wake now')
+      // a's turn reads both and commits
+      await a.sessions.commitTurn('main', { type: 'turn', id: 'turn:1', events: ['summary:r1', 'event:w1'], reply: 'ok' })
+      await a.runs.settle(['w1'], 'succeeded')
+
+      // another wake arrives, then a is "paused": its lease runs out and b takes the session
+      const w2 = await b.runs.create({ id: 'w2', definitionKind: 'hook', definitionId: 'wake', correlationId: 'c', action: 'wake', agentId: 'main', request: { text: 'again', external: true, source: 'hook' } })
+      b.runs.release(w2.id)
+      await until('a to pull w2', () => (a.runs.get('w2') ? true : undefined), 3000)
+      await a.db.query("UPDATE hookgate_session_leases SET expires_at = now() - interval '1 second' WHERE agent_id = 'main'")
+      await until('b to take the session over', () => (hb.heard.gained.length === 1 ? true : undefined), 3000)
+      const gained = hb.heard.gained[0]!
+      assert.ok(gained.records.some((r) => (r as { id?: string }).id === 'turn:1'), 'b reads the log with a\'s committed turn')
+      assert.ok(gained.records.some((r) => (r as { id?: string }).id === 'summary:r1'), 'and the event it read')
+      assert.equal(gained.wakes.map((w) => w.id), ['w2'], 'and claims the wake no committed turn read')
+      assert.is(b.runs.get('w2')?.status, 'queued')
+
+      // a's turn over w2, late: refused by the fence; a forgets the session
+      const late = await rejectionOf(a.sessions.commitTurn('main', { type: 'turn', id: 'turn:late', events: ['event:w2'], reply: 'late' }))
+      assert.ok(late instanceof RunStoreError && late.code === 'fenced_out', String(late))
+      assert.is(ha.heard.lost, 1)
+      assert.not.ok(a.sessions.owns('main'))
+      // and its status change of the wake b took is refused too
+      const settled = await rejectionOf(a.runs.transition('w2', 'succeeded'))
+      assert.ok(settled instanceof RunStoreError && settled.code === 'fenced_out', String(settled))
+      const turns = await a.db.query<{ n: string }>("SELECT count(*)::text AS n FROM hookgate_logs WHERE log = 'main/main' AND record->>'type' = 'turn'")
+      assert.is(turns.rows[0]!.n, '1', 'the late turn left no record')
+      await b.sessions.commitTurn('main', { type: 'turn', id: 'turn:2', events: ['event:w2'], reply: 'ok' })
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  sessions('a runtime that stops cleanly hands its sessions over at once', async () => {
+    const url = await pg.createDatabase('handover')
+    const a = await PgStore.open(url, { hostTtlMs: 30_000 })
+    const b = await PgStore.open(url, { hostTtlMs: 30_000 })
+    try {
+      a.sessions.serve(['main'], listener())
+      await until('a to own the session', () => (a.sessions.owns('main') ? true : undefined))
+      const hb = listener()
+      b.sessions.serve(['main'], hb)
+      await a.close()
+      const started = Date.now()
+      await until('b to own the session', () => (b.sessions.owns('main') ? true : undefined), 3000)
+      assert.ok(Date.now() - started < 2000, 'well before a 30 s lease would have run out')
+    } finally {
+      await b.close()
+    }
+  })
+
+  sessions.run()
+}
