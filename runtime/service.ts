@@ -99,6 +99,8 @@ export async function startService(options: ServeOptions): Promise<Service> {
     // A database store is connected (and its schema brought up to date) before the port is bound:
     // once it listens, everything to the handler is synchronous.
     if (options.store !== undefined) store = await connectStore(options.store, stateDir, storeOptionsOf(first.config, options.fsync ?? true), (message) => info(message))
+    // A shared store's runs are not all in this runtime's memory: each task's last firing is asked for.
+    if (store?.lastFiredSlots) firedAtStart = await store.lastFiredSlots()
     await new Promise<void>((ok, fail) => {
       server.once('error', fail)
       server.listen(port, host, () => { server.off('error', fail); ok() })
@@ -119,7 +121,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     idempotency = new IdempotencyIndex(first.config.server.idempotencyWindowMs)
     idempotency.load(opened.runs.list())
     // Before the trim: the whole history is in memory, so a task's last firing is found however old.
-    firedAtStart = lastFiredSlots(opened.runs.list())
+    if (!store.lastFiredSlots) firedAtStart = lastFiredSlots(opened.runs.list())
     // After the keys are loaded, keep only the recent history in memory.
     opened.runs.trim()
     rejects = store.openRejects((error) => write(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'rejected-request log', error })))

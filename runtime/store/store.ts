@@ -295,6 +295,8 @@ export interface Store {
   readonly sessions?: SessionOwnership
   /** several runtimes on one store: told of the runs this one takes over from a dead one, to resume them */
   onTakeover?(listener: TakeoverListener): void
+  /** several runtimes on one store: per task id, the latest slot any of them fired (the scheduler's catch-up) */
+  lastFiredSlots?(): Promise<Map<string, number>>
   /**
    * Opens the record log `name` (`isolated`, `<agent>/main`) with what it holds. `keep`, when the
    * log has grown past its bound, is what it is rewritten to: the records a later start still needs.

@@ -70,6 +70,13 @@ export class PgStore implements Store {
     this.sweeper.unref()
   }
 
+  async lastFiredSlots(): Promise<Map<string, number>> {
+    const r = await this.db.query<{ id: string; at: string }>(
+      `SELECT definition_id AS id, max(row->>'scheduledFor') AS at FROM hookgate_runs
+       WHERE definition_kind = 'task' AND row ? 'scheduledFor' GROUP BY definition_id`)
+    return new Map(r.rows.map((x) => [x.id, Date.parse(x.at)] as [string, number]).filter(([, at]) => Number.isFinite(at)))
+  }
+
   onTakeover(listener: TakeoverListener): void {
     this.takeover = listener
   }

@@ -15,7 +15,7 @@ import type { PgRunLog } from './runs.js'
 import { claimWakes } from './takeover.js'
 
 /** How often an owner pulls what other runtimes queued for its sessions. */
-export const SESSION_POLL_MS = 250
+export const SESSION_POLL_MS = 500
 const RETRY_MAX_MS = 2000
 
 interface Inboxed { log: string; id: string; record: object; now: boolean }
