@@ -4,11 +4,17 @@
 // hookgate-serve.mjs, and the transform worker into hookgate-worker.mjs, which the runtime's pool
 // finds beside itself by the name it uses in the package too.
 //
+// The PostgreSQL client (`pg`) is the exception: a file-store host never loads it, so it goes in a
+// file of its own, hookgate-pg.mjs, which the runtime imports only when a postgres:// store is
+// opened (its dynamic import of 'pg' is pointed there). Inline, it added 250 KB to every start's
+// parsing. Without `pg` installed (npm ci --omit=optional) the file is not written, and such a
+// store fails to open with the client's absence as the reason.
+//
 // One file rather than esbuild's code splitting: undici stays lazy either way (its CommonJS
 // wrapper is evaluated only when something calls out), and splitting would save only the parsing
 // of undici at start (about 11 ms), but a running runtime would then read its undici chunk from
 // disk at its first call-out, possibly long after dist/ was replaced by a newer version.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
@@ -16,6 +22,8 @@ import { STANDALONE_FILE, WORKER_MODULE } from '../runtime/bundle-format.js'
 
 export { STANDALONE_FILE }
 export const STANDALONE_WORKER_FILE = `${WORKER_MODULE}.mjs`
+/** The PostgreSQL client, beside the runtime, loaded only by a postgres:// store. */
+export const STANDALONE_PG_FILE = 'hookgate-pg.mjs'
 
 /** undici is CommonJS: inside an ES module its `require` of Node built-ins needs one. */
 const REQUIRE_SHIM = "import { createRequire as __hookgateCreateRequire } from 'node:module'; const require = __hookgateCreateRequire(import.meta.url);"
@@ -35,11 +43,22 @@ export async function writeStandalone(outDir: string, compilerVersion: string): 
   const undici = JSON.parse(readFileSync(join(undiciDir, 'package.json'), 'utf8')) as { version: string }
   const licence = readFileSync(join(undiciDir, 'LICENSE'), 'utf8').replaceAll('*/', '* /').trimEnd()
   const serveEntry = basename(STANDALONE_FILE, '.mjs')
+  const pgEntry = basename(STANDALONE_PG_FILE, '.mjs')
+  const pg = packageOf('pg')
   const result = await build({
     entryPoints: {
       [serveEntry]: join(runtimeDir, 'standalone.js'),
       [WORKER_MODULE]: join(runtimeDir, 'transforms', `${WORKER_MODULE}.js`),
+      ...(pg ? { [pgEntry]: pg.main } : {}),
     },
+    plugins: [{
+      name: 'pg-beside',
+      setup(b) {
+        // the runtime's `import('pg')` loads the file beside it; pg's own optional native binding stays out
+        b.onResolve({ filter: /^pg$/ }, (args) => (args.kind === 'dynamic-import' ? { path: `./${STANDALONE_PG_FILE}`, external: true } : undefined))
+        b.onResolve({ filter: /^pg-native$/ }, () => ({ path: 'pg-native', external: true }))
+      },
+    }],
     absWorkingDir: packageDir,
     outdir: resolve(outDir),
     outExtension: { '.js': '.mjs' },
@@ -55,13 +74,32 @@ export async function writeStandalone(outDir: string, compilerVersion: string): 
   mkdirSync(resolve(outDir), { recursive: true })
   const written: StandaloneFile[] = []
   for (const out of result.outputFiles) {
-    const text = basename(out.path) === STANDALONE_FILE
+    const name = basename(out.path)
+    const text = name === STANDALONE_FILE
       ? `${header}${REQUIRE_SHIM}\n${out.text}/*! undici ${undici.version} is bundled above under its licence:\n${licence}\n*/\n`
-      : header + out.text
+      : name === STANDALONE_PG_FILE && pg
+        ? `${header}${REQUIRE_SHIM}\n${out.text}/*! pg ${pg.version} and its packages (pg-pool, pg-protocol, pg-types, pgpass, pg-connection-string) are bundled above under their licence:\n${pg.licence}\n*/\n`
+        : header + out.text
     const tmp = `${out.path}.${process.pid}.tmp`
     writeFileSync(tmp, text)
     renameSync(tmp, out.path)
     written.push({ file: out.path, bytes: Buffer.byteLength(text) })
   }
   return written
+}
+
+/** An installed package's entry module, version and licence; undefined when it is not installed. */
+function packageOf(name: string): { main: string; version: string; licence: string } | undefined {
+  let main: string
+  try {
+    main = fileURLToPath(import.meta.resolve(name))
+  } catch {
+    return undefined
+  }
+  // the package's folder: the nearest one above its entry module with its package.json
+  let dir = dirname(main)
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir)
+  const version = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { version: string }).version
+  const licence = existsSync(join(dir, 'LICENSE')) ? readFileSync(join(dir, 'LICENSE'), 'utf8').replaceAll('*/', '* /').trimEnd() : 'MIT'
+  return { main, version, licence }
 }

@@ -7,6 +7,8 @@ import { dirname, join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { STANDALONE_FILE, WORKER_MODULE } from '../../runtime/bundle-format.js'
+import { STANDALONE_PG_FILE } from '../../compiler/standalone.js'
+import { startPostgres } from '../helpers/pg.js'
 import { tempDir } from '../helpers/paths.js'
 import { assertOk, post, setTestToken, spawnServer, type ServeProcess } from '../runtime/http/harness.js'
 import { describeRun, runNode, startIn, type CliResult } from './cli-helpers.js'
@@ -83,6 +85,9 @@ emitted('bundles the runtime and undici only: no compiler module or compile-time
   assert.ok(modules.some((m) => m.includes('node_modules/undici/')), 'undici is bundled')
   assert.ok(modules.some((m) => m.endsWith('runtime/service.js')), 'the runtime is bundled')
   assert.equal(modules.filter((m) => /node_modules\/(yaml|typebox|esbuild)\/|(^|\/)compiler\//.test(m)), [])
+  // the PostgreSQL client is in its own file, parsed only by a runtime on a postgres:// store
+  assert.equal(modules.filter((m) => /node_modules\/pg[-/]/.test(m)), [])
+  assert.ok(existsSync(join(dist, STANDALONE_PG_FILE)), `${STANDALONE_PG_FILE} is written beside it`)
   assert.ok(statSync(join(dist, STANDALONE_FILE)).size < 2 * 1024 * 1024, `${statSync(join(dist, STANDALONE_FILE)).size} bytes`)
 })
 
@@ -144,5 +149,25 @@ host('dry-runs a mapping with try (its transform in the worker) and lists the ru
   assert.is(rows.filter((r) => r.status === 'skipped').length, 1, 'the transform\'s null is recorded as skipped')
 })
 
+// ---------------------------------------------------------------------------------------------
+const pgHost = suite('node dist/hookgate-serve.mjs --store postgres://… with no node_modules anywhere above it')
+const pg = await startPostgres()
+
+pgHost('loads the PostgreSQL client from the file beside it and keeps a wake\'s run in the database', async () => {
+  if (!pg) return console.log('skipped: no PostgreSQL server binaries')
+  const { host: dir, dist } = await hostWithDist()
+  const url = await pg.createDatabase('standalone')
+  const server = await spawnServer([join(dist, STANDALONE_FILE), '--port', '0', '--host', '127.0.0.1', '--state', join(dir, 'state'), '--store', url], { cwd: dir, env: hostEnv() })
+  try {
+    const wake = assertOk(await post(server.origin, '/hooks/wake', TOKEN, { text: 'standalone on postgres' }), 200, WAKE_KEYS)
+    assert.is(await pg.sql(`SELECT count(*) FROM hookgate_runs WHERE id = '${wake.runId}'`, url), '1')
+  } finally {
+    server.child.kill('SIGTERM')
+    assert.is(await server.exited, 0, server.stderr())
+  }
+})
+pgHost.after(async () => { await pg?.destroy() })
+
 emitted.run()
 host.run()
+pgHost.run()
