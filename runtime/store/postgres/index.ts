@@ -26,6 +26,10 @@ export interface PgStoreOptions {
   hostTtlMs?: number
   keepKeysForMs?: number
   retainFinished?: number
+  /** how often to look for a dead runtime's runs (server.store.sweepSeconds) */
+  sweepMs?: number
+  /** the pool's size, default 10 (server.store.maxConnections) */
+  maxConnections?: number
   /** the size past which a record log is rewritten at open (tests set it low) */
   logCompactAboveRecords?: number
   /** a connection the server dropped while idle, and other things worth a log line */
@@ -50,7 +54,7 @@ export class PgStore implements Store {
   }
 
   static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
-    const db = await openPool(url, { ...(options.warn ? { warn: options.warn } : {}) })
+    const db = await openPool(url, { ...(options.maxConnections !== undefined ? { max: options.maxConnections } : {}), ...(options.warn ? { warn: options.warn } : {}) })
     try {
       await migrate(db)
       const hostId = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`
