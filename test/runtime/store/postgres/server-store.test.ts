@@ -1,20 +1,24 @@
 // server.store in hooks.yaml on a real PostgreSQL: `hookgate serve` without --store reads the URL
 // from the reference at start (never from the bundle, never printed with its password) and applies
 // the store's timings; an unset variable, or one that holds no postgres:// URL, stops the start with
-// exit 1 naming the reference; --store on the command line wins.
+// exit 1 naming the reference; --store on the command line wins; `hookgate tasks --bundle` and
+// `hookgate admin --config` read the database it names.
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { hookgateBin } from '../../../helpers/paths.js'
 import { startPostgres } from '../../../helpers/pg.js'
-import { describeRun, runNode, type CliResult } from '../../../cli/cli-helpers.js'
+import { describeRun, runNode, stdoutJson, type CliResult } from '../../../cli/cli-helpers.js'
 import { assertOk, compileProject, post, setTestToken, spawnServer, until, type Project } from '../../http/harness.js'
 import { loadBundle } from '../../../../runtime/bundle.js'
 import { connectStore, storeOptionsOf } from '../../../../runtime/store/open.js'
 import type { PgStore } from '../../../../runtime/store/postgres/index.js'
+import { taskRunId } from '../../../../runtime/scheduler/fire.js'
+import type { TaskListing } from '../../../../runtime/scheduler/tasks-cli.js'
 
 const TOKEN = setTestToken()
+const ADMIN_TOKEN = 'admin-' + 'b'.repeat(40)
 // The test server trusts every local client, so a password in the URL is never checked: it is
 // there to be looked for in everything hookgate prints and writes.
 const PASSWORD = 'pa55-' + 'q'.repeat(16)
@@ -35,6 +39,8 @@ agents:
     default: true
     model: builtin/echo
     heartbeat: { every: "off" }
+    tasks:
+      - { name: nightly, schedule: "0 3 * * *", target: wake, prompt: nightly check }
 `
 
 /** `url` with a password in it, as an operator's would have. */
@@ -140,6 +146,38 @@ if (!pg) {
     // and without server.store's setting, the store's own default (more than three)
     const { maxConnections: _, ...unbounded } = storeOptionsOf(config, false)
     assert.is(await busy(unbounded, 'default'), '5')
+  })
+
+  serve('hookgate tasks --bundle and hookgate admin --config read the database server.store names', async () => {
+    const url = withPassword(await pg.createDatabase('readers'))
+    const project = await compileWithUrlSet(url)
+    const scheduledFor = '2026-11-23T03:00:00.000Z'
+    const runId = taskRunId('task:main:nightly', scheduledFor)
+    const store = await connectStore(url, project.stateDir, {})
+    await store.runs.create({ id: runId, definitionKind: 'task', definitionId: 'task:main:nightly', correlationId: 'c', action: 'wake', status: 'succeeded', scheduledFor })
+    await store.close()
+
+    const tasks = await hookgate(['tasks', '--bundle', project.outDir, '--state', project.stateDir, '--json'], project.dir, env({ HOOKGATE_STORE_URL: url }))
+    assert.is(tasks.code, 0, describeRun(tasks))
+    assert.is(stdoutJson<TaskListing[]>(tasks)[0]!.lastFiredFor, scheduledFor)
+    // unset: said, and the state directory is not read in its place
+    const unset = await hookgate(['tasks', '--bundle', project.outDir, '--state', project.stateDir, '--json'], project.dir, env())
+    assert.is(unset.code, 0, describeRun(unset))
+    assert.is(stdoutJson<TaskListing[]>(unset)[0]!.lastFiredFor, null)
+    assert.match(unset.stderr, 'hookgate tasks: warning: cannot read the run history: server.store: secret ${HOOKGATE_STORE_URL} is not set in the environment (or name the store with --store URL)')
+
+    const page = await spawnServer([hookgateBin, 'admin', '--port', '0', '--config', 'hooks.yaml', '--out', project.outDir, '--state', project.stateDir], { cwd: project.dir, env: env({ HOOKGATE_STORE_URL: url, HOOKGATE_ADMIN_TOKEN: ADMIN_TOKEN }), ready: { text: 'hookgate admin on ', url: /hookgate admin on (\S+?)\/? / } })
+    try {
+      const runs = await fetch(`${page.origin}/api/runs?limit=50`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.json()) as { rows: Array<{ id: string }> }
+      assert.equal(runs.rows.map((r) => r.id), [runId])
+    } finally {
+      page.child.kill('SIGTERM')
+      assert.is(await page.exited, 0, page.stderr())
+    }
+    assert.not.ok((page.stdout.join('\n') + page.stderr()).includes(PASSWORD), 'the password was printed')
+    const refused = await hookgate(['admin', '--port', '0', '--config', 'hooks.yaml', '--out', project.outDir, '--state', project.stateDir], project.dir, env({ HOOKGATE_ADMIN_TOKEN: ADMIN_TOKEN }))
+    assert.is(refused.code, 1, describeRun(refused))
+    assert.is(refused.stderr, 'hookgate admin: server.store: secret ${HOOKGATE_STORE_URL} is not set in the environment (or name the store with --store URL)\n')
   })
 
   serve.run()
