@@ -11,7 +11,8 @@ import { cleanDefinition, configValue, definitionId, listAgents, type Definition
 import { displayPath, endpointsOf, stateDirOf } from './endpoints.js'
 import { History } from './history.js'
 import { storeFlagOk } from '../runtime/store/runs-cli.js'
-import { adminToken, hookTokenValue, sameToken } from './tokens.js'
+import { storeUrlOf } from '../runtime/store/open.js'
+import { adminToken, hookTokenValue, sameToken, secretSpecOf } from './tokens.js'
 import { nextFirings, startAdmin } from './server.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
@@ -77,9 +78,18 @@ async function adminCommand(argv: string[], io: CommandIO): Promise<number> {
     io.stderr(`hookgate admin: the admin token (${token.describe}) is the hook token; every webhook sender would hold the control plane. Give the page a token of its own\n`)
     return EXIT.refused
   }
+  // --store wins; else the database the runtime of this config writes to. One that cannot be named
+  // here stops the page rather than show the state directory's history, which would be the wrong one.
+  let store = v.store
+  try {
+    store ??= configuredStore(read.value, v.config)
+  } catch (err) {
+    io.stderr(`hookgate admin: ${(err as Error).message} (or name the store with --store URL)\n`)
+    return EXIT.refused
+  }
   let admin
   try {
-    admin = await startAdmin({ config: v.config, outDir: v.out, stateDir, host: v.host, port, token, ...(v['public-url'] ? { publicUrl: v['public-url'] } : {}), ...(v.store !== undefined ? { store: v.store } : {}), log: (line) => io.stdout(line + '\n') })
+    admin = await startAdmin({ config: v.config, outDir: v.out, stateDir, host: v.host, port, token, ...(v['public-url'] ? { publicUrl: v['public-url'] } : {}), ...(store !== undefined ? { store } : {}), log: (line) => io.stdout(line + '\n') })
   } catch (err) {
     const e = err as NodeJS.ErrnoException
     io.stderr(`hookgate admin: cannot start: ${e.code === 'EADDRINUSE' ? `the address is already in use (${v.host}:${port})` : e.message}\n`)
@@ -96,6 +106,15 @@ async function adminCommand(argv: string[], io: CommandIO): Promise<number> {
   io.stdout(`hookgate admin on ${admin.url}/ (config ${displayPath(resolve(v.config))}, bundle ${v.out}, state ${displayPath(stateDir)}, admin token ${token.describe.startsWith('$') ? token.describe : displayPath(token.describe)})\n`)
   await stopped
   return EXIT.ok
+}
+
+/** The PostgreSQL URL server.store names, read as the runtime reads it; undefined for the file store. */
+function configuredStore(value: Record<string, any>, configFile: string): string | undefined {
+  const ref: unknown = value.server?.store
+  if (ref === undefined) return undefined
+  const url = secretSpecOf(typeof ref === 'object' && ref !== null && 'url' in ref ? (ref as { url: unknown }).url : ref)
+  if (url === undefined) throw new Error('server.store is not a reference (${HOOKGATE_STORE_URL}, { env }, { file }); hookgate compile says why')
+  return storeUrlOf({ url }, dirname(resolve(configFile)))
 }
 
 /** Flag values → the definition's fields (numbers where the schema wants them; a bad one is left for the compiler to name). */

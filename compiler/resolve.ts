@@ -11,7 +11,7 @@ import type { HooksConfig, SecretRefConfig, TaskConfig, TokenRefConfig, Workflow
 import { compileCron, compileEvery, isKnownTimeZone } from './cron.js'
 import { LeftOut } from './validate.js'
 
-import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
+import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleStore, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
 import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/open.js'
 import { DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
 import { resolveSignature } from './signatures.js'
@@ -91,6 +91,11 @@ export const DEFAULT_SERVER: ServerSettings = {
 }
 
 const MIB = 1024 * 1024
+
+/** server.store's timings when hooks.yaml gives only the URL: the issue's 15 s + 5 s takeover bound, ten connections. */
+export const DEFAULT_STORE = { hostTtlMs: 15_000, sweepMs: 5_000, maxConnections: 10 } as const
+/** The variable the hint names: the one the README and `hookgate store migrate` use. */
+const STORE_URL_ENV = 'HOOKGATE_STORE_URL'
 
 const RESERVED_NAMES = new Set(['wake', 'agent'])
 const SEGMENT = /^[A-Za-z0-9._~:@!$&'()*+,;=-]+$/
@@ -256,6 +261,8 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     },
     maxWaitSeconds: s.maxWaitSeconds ?? DEFAULT_SERVER.maxWaitSeconds!,
   }
+  const store = s.store !== undefined ? resolveStore(s.store, loaded, bag) : undefined
+  if (store) server.store = store
 
   let gmail: Record<string, unknown> | undefined
   if (hooks.gmail) {
@@ -298,6 +305,23 @@ function resolveToken(ref: TokenRefConfig, path: PathSegment[], loaded: LoadedCo
     return { kind: 'digest', sha256: createHash('sha256').update(ref).digest('hex') }
   }
   return resolveSecret(ref, path, loaded, bag)
+}
+
+/**
+ * server.store: the URL alone, or { url, … } with the timings. The URL is a reference like every
+ * secret (a postgres:// URL carries the password), so a literal is an error rather than a value
+ * copied into the bundle.
+ */
+function resolveStore(ref: NonNullable<NonNullable<HooksConfig['server']>['store']>, loaded: LoadedConfig, bag: DiagnosticBag): BundleStore | undefined {
+  const settings = typeof ref === 'object' && 'url' in ref ? ref : undefined
+  const url = settings ? resolveSecret(settings.url, ['server', 'store', 'url'], loaded, bag, STORE_URL_ENV) : resolveSecret(ref as SecretRefConfig, ['server', 'store'], loaded, bag, STORE_URL_ENV)
+  if (!url) return undefined
+  return {
+    url,
+    hostTtlMs: settings?.hostTtlSeconds !== undefined ? Math.round(settings.hostTtlSeconds * 1000) : DEFAULT_STORE.hostTtlMs,
+    sweepMs: settings?.sweepSeconds !== undefined ? Math.round(settings.sweepSeconds * 1000) : DEFAULT_STORE.sweepMs,
+    maxConnections: settings?.maxConnections ?? DEFAULT_STORE.maxConnections,
+  }
 }
 
 /** `variable`: the environment variable the hint names for this secret (by default one named after its key). */

@@ -221,6 +221,22 @@ export const WorkflowSchema = Type.Object({
   steps: Type.Array(WorkflowStepSchema, { minItems: 1 }),
 }, { ...closed, description: 'a saved workflow / graph: steps with dependencies, no cycles' })
 
+/**
+ * Where the runs and sessions live when several runtimes share them: a PostgreSQL URL, always as a
+ * reference (it carries the database password), alone or with the store's timings. Absent: the
+ * file store in the state directory.
+ */
+const StoreSchema = Type.Union([
+  SecretString,
+  SecretRefObject,
+  Type.Object({
+    url: SecretRef,
+    hostTtlSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 3600, description: 'a runtime whose lease was not renewed for this long is dead to the others, which take its unfinished runs over; default 15' })),
+    sweepSeconds: Type.Optional(Type.Number({ minimum: 0.1, maximum: 3600, description: 'how often a runtime looks for a dead one\'s runs to take over; default 5' })),
+    maxConnections: Type.Optional(Type.Integer({ minimum: 2, maximum: 100, description: 'database connections this runtime opens at most, default 10' })),
+  }, closed),
+], { description: 'keep runs and sessions in PostgreSQL, shared by several runtimes: the postgres:// URL as a reference (${HOOKGATE_STORE_URL}, { env }, { file }), or { url, hostTtlSeconds, sweepSeconds, maxConnections }; absent: the file store in the state directory' })
+
 export const ServerSchema = Type.Object({
   host: Type.Optional(Type.String({ minLength: 1, description: 'bind address, default 127.0.0.1' })),
   port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'default 8787; 0 picks a free port' })),
@@ -244,6 +260,7 @@ export const ServerSchema = Type.Object({
     keepRequestMiB: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_048_576, description: 'stored requests (for resume and replay) of finished runs a compaction keeps, newest first, default 32' })),
   }, { ...closed, description: 'how much run history is kept (hookgate runs, replay)' })),
   maxWaitSeconds: Type.Optional(Type.Number({ minimum: 0, maximum: 3600, description: 'the longest a request with waitForCompletion is held open, default 30; 0 never waits' })),
+  store: Type.Optional(StoreSchema),
 }, closed)
 
 export const ProviderSchema = Type.Object({

@@ -2,7 +2,8 @@
 // bundle exports. The compiler imports this file; this file imports nothing.
 
 /** Bump when a runtime of the previous version could not serve the new bundle correctly. */
-export const FORMAT_VERSION = 5
+// 6: server.store (a format-5 runtime would have kept a PostgreSQL deployment's runs in its state directory)
+export const FORMAT_VERSION = 6
 export const BUNDLE_FILE = 'hookgate.bundle.mjs'
 export const MANIFEST_FILE = 'manifest.json'
 
@@ -128,6 +129,18 @@ export interface BundleChannel {
   timeoutMs: number
 }
 
+/** server.store as the compiler leaves it: every field filled in, times in milliseconds. */
+export interface BundleStore {
+  /** env or file: a postgres:// URL carries the database password */
+  url: SecretSpec
+  /** a runtime whose lease was not renewed for this long is dead to the others */
+  hostTtlMs: number
+  /** how often a runtime looks for a dead one's runs */
+  sweepMs: number
+  /** the most database connections one runtime opens */
+  maxConnections: number
+}
+
 export interface BundleConfig {
   enabled: boolean
   basePath: string
@@ -155,6 +168,11 @@ export interface BundleConfig {
     history?: { keepRuns: number; compactAboveBytes: number; keepRequestBytes: number }
     /** the longest a waitForCompletion request is held open (absent in older bundles: 30) */
     maxWaitSeconds?: number
+    /**
+     * server.store: the PostgreSQL store several runtimes share, its URL only as a reference
+     * (resolved at start, never written here); absent: the file store in the state directory
+     */
+    store?: BundleStore
   }
   agents: Array<{ id: string; default: boolean; model: string; fallbackModels: string[]; heartbeatSeconds: number | null; maxQueuedEvents: number; delivery: { channel: string; to: string | null } | null }>
   providers: BundleProvider[]

@@ -18,7 +18,7 @@ import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
 import { prepareSignatures } from './http/signatures.js'
 import { isoNow } from './clock.js'
-import { acquireStateLock, connectStore, openStore, storeOptionsOf } from './store/open.js'
+import { acquireStateLock, connectStore, openStore, shownStoreUrl, storeOptionsOf, storeUrlOf } from './store/open.js'
 import type { RefusalRecorder, Store } from './store/store.js'
 import { Scheduler } from './scheduler/scheduler.js'
 import { fireTask, lastFiredSlots } from './scheduler/fire.js'
@@ -91,6 +91,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
   let limiter: AuthLimiter
   let idempotency: IdempotencyIndex
   let store: Store | undefined
+  let storeUrl: string | undefined
   let rejects: RefusalRecorder | undefined
   let firedAtStart: ReadonlyMap<string, number> = new Map()
   const host = options.host ?? first.config.server.host
@@ -98,7 +99,9 @@ export async function startService(options: ServeOptions): Promise<Service> {
   try {
     // A database store is connected (and its schema brought up to date) before the port is bound:
     // once it listens, everything to the handler is synchronous.
-    if (options.store !== undefined) store = await connectStore(options.store, stateDir, storeOptionsOf(first.config, options.fsync ?? true), (message) => info(message))
+    // --store on the command line wins over server.store (whose timings apply to either URL).
+    storeUrl = options.store ?? (first.config.server.store ? storeUrlOf(first.config.server.store, first.configDir) : undefined)
+    if (storeUrl !== undefined) store = await connectStore(storeUrl, stateDir, storeOptionsOf(first.config, options.fsync ?? true), (message) => info(message))
     // A shared store's runs are not all in this runtime's memory: each task's last firing is asked for.
     if (store?.lastFiredSlots) firedAtStart = await store.lastFiredSlots()
     await new Promise<void>((ok, fail) => {
@@ -184,7 +187,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const address = server.address() as AddressInfo
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
   const url = `http://${shownHost}:${address.port}`
-  write(`hookgate listening on ${url}${first.config.basePath} (bundle ${first.manifest.inputsHash.slice(0, 19)}…, ${first.manifest.routes.length} routes, state ${stateDir})`)
+  write(`hookgate listening on ${url}${first.config.basePath} (bundle ${first.manifest.inputsHash.slice(0, 19)}…, ${first.manifest.routes.length} routes, state ${stateDir}${storeUrl !== undefined ? `, store ${shownStoreUrl(storeUrl)}` : ''})`)
   if (!first.config.enabled) write(disabledNotice(first.config.basePath))
 
   /** why the last reload was refused, until one succeeds (or finds the bundle unchanged) */

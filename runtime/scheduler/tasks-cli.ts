@@ -3,9 +3,9 @@
 // Reads the bundle and the history only; the list goes to stdout, notes to stderr.
 import { existsSync } from 'node:fs'
 import type { BundleTask } from '../bundle-format.js'
-import { loadBundle } from '../bundle.js'
+import { loadBundle, type LoadedBundle } from '../bundle.js'
 import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { openHistory } from '../store/open.js'
+import { openHistory, storeUrlOf } from '../store/open.js'
 import { storeFlagOk } from '../store/runs-cli.js'
 import { printable, type CommandIO } from '../store/runs-cli.js'
 import { slotClock } from './cron.js'
@@ -61,17 +61,31 @@ export async function tasksCommand(argv: string[], defaults: { stateDir: string 
     io.stderr(`hookgate tasks: --count takes a whole number from 1 to ${MAX_COUNT}, not "${values.count}"\n${TASKS_USAGE}\n`)
     return EXIT.usage
   }
-  let tasks: readonly BundleTask[]
+  let bundle: LoadedBundle
   try {
-    tasks = (await loadBundle(values.bundle)).config.tasks
+    bundle = await loadBundle(values.bundle)
   } catch (err) {
     io.stderr(`hookgate tasks: ${(err as Error).message}\n`)
     return EXIT.failed
   }
+  const tasks: readonly BundleTask[] = bundle.config.tasks
   const stateDir = values.state ?? defaults.stateDir
+  // --store wins; else the database the bundle's runtime writes to (server.store). One that cannot
+  // be named here is said, not swapped for the state directory, whose history would be the wrong one.
+  let store = values.store
+  let storeUnknown: string | undefined
+  if (store === undefined && bundle.config.server.store) {
+    try {
+      store = storeUrlOf(bundle.config.server.store, bundle.configDir)
+    } catch (err) {
+      storeUnknown = (err as Error).message
+    }
+  }
   let lastFired: ReadonlyMap<string, number> = new Map()
-  if (values.store !== undefined || existsSync(stateDir)) {
-    const reader = openHistory(stateDir, values.store)
+  if (storeUnknown !== undefined) {
+    io.stderr(`hookgate tasks: warning: cannot read the run history: ${storeUnknown} (or name the store with --store URL)\n`)
+  } else if (store !== undefined || existsSync(stateDir)) {
+    const reader = openHistory(stateDir, store)
     try {
       lastFired = lastFiredSlots((await reader.read()).rows)
     } catch (err) {

@@ -10,14 +10,38 @@ import type { HistoryReader, RunAction, RunStatus, Store } from './store.js'
 export { acquireStateLock, type StateLock } from './file/state-lock.js'
 // The history defaults the compiler writes into a bundle's server.history.
 export { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from './file/runs.js'
-import type { BundleConfig } from '../bundle-format.js'
+import type { BundleConfig, BundleStore } from '../bundle-format.js'
+import { resolveSecretValue, SecretError } from '../secrets.js'
 
-export type StoreOptions = FileStoreOptions
+/** The file store's options, and server.store's timings, which only a PostgreSQL store uses. */
+export type StoreOptions = FileStoreOptions & { hostTtlMs?: number; sweepMs?: number; maxConnections?: number }
 
-/** What a bundle's config says of its state: server.history and the idempotency window. */
+/** What a bundle's config says of its state: server.history, the idempotency window, server.store's timings. */
 export function storeOptionsOf(config: BundleConfig, fsync = true): StoreOptions {
   const h = config.server.history
-  return { fsync, keepKeysForMs: config.server.idempotencyWindowMs, ...(h ? { keepHistory: h.keepRuns, compactAboveBytes: h.compactAboveBytes, keepRequestBytes: h.keepRequestBytes } : {}) }
+  const s = config.server.store
+  return {
+    fsync,
+    keepKeysForMs: config.server.idempotencyWindowMs,
+    ...(h ? { keepHistory: h.keepRuns, compactAboveBytes: h.compactAboveBytes, keepRequestBytes: h.keepRequestBytes } : {}),
+    ...(s ? { hostTtlMs: s.hostTtlMs, sweepMs: s.sweepMs, maxConnections: s.maxConnections } : {}),
+  }
+}
+
+/**
+ * The URL server.store names, read from its reference once, at start. A missing variable or file,
+ * or a value that is not a postgres:// URL, is a SecretError naming the reference, never the value.
+ */
+export function storeUrlOf(store: Pick<BundleStore, 'url'>, configDir: string): string {
+  const ref = store.url.kind === 'env' ? `\${${store.url.name}}` : store.url.kind === 'file' ? store.url.path : 'its reference'
+  let url: string
+  try {
+    url = resolveSecretValue(store.url, configDir)
+  } catch (err) {
+    throw new SecretError(`server.store: ${(err as Error).message}`)
+  }
+  if (!isPostgresUrl(url)) throw new SecretError(`server.store: ${ref} does not hold a postgres:// (or postgresql://) URL`)
+  return url
 }
 
 /** The file store in `stateDir`. */
@@ -36,6 +60,9 @@ export async function connectStore(spec: string, stateDir: string, options: Stor
     return await PgStore.open(spec, {
       ...(options.keepKeysForMs !== undefined ? { keepKeysForMs: options.keepKeysForMs } : {}),
       ...(options.retainFinished !== undefined ? { retainFinished: options.retainFinished } : {}),
+      ...(options.hostTtlMs !== undefined ? { hostTtlMs: options.hostTtlMs } : {}),
+      ...(options.sweepMs !== undefined ? { sweepMs: options.sweepMs } : {}),
+      ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
       ...(warn ? { warn } : {}),
     })
   } catch (err) {

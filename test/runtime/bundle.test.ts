@@ -117,9 +117,15 @@ load('a bundle of a newer format says to upgrade hookgate on this host', async (
   assert.ok(e.message.includes('9.9.9'), 'the message names the hookgate that compiled it')
 })
 
-load('a bundle of format 6 (after compiled task schedules and workflow step kinds made format 5) says to upgrade hookgate on this host', async () => {
-  const e = await loadError(loadBundle(handMadeBundle(6)))
+load('a bundle of format 7 (after server.store made format 6) says to upgrade hookgate on this host', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(7)))
   assert.match(e.message, /upgrade hookgate on this host/)
+})
+
+load('a bundle of format 5 (before server.store) says to recompile', async () => {
+  // a format-5 runtime would have ignored server.store and kept the runs in its state directory
+  const e = await loadError(loadBundle(handMadeBundle(5)))
+  assert.match(e.message, /recompile/)
 })
 
 load('a bundle of format 4 (before compiled task schedules and http, transform and deliver steps) says to recompile', async () => {

@@ -31,9 +31,12 @@ const SWEEP_BATCH = 200
 
 export interface PgStoreOptions {
   hostTtlMs?: number
+  /** how often to look for a dead runtime's runs (server.store.sweepSeconds), default 5 s */
   sweepMs?: number
   keepKeysForMs?: number
   retainFinished?: number
+  /** the pool's size, default 10 (server.store.maxConnections) */
+  maxConnections?: number
   /** a connection the server dropped while idle, and other things worth a log line */
   warn?: (message: string) => void
 }
@@ -115,7 +118,7 @@ export class PgStore implements Store {
   }
 
   static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
-    const db = await openPool(url, { ...(options.warn ? { warn: options.warn } : {}) })
+    const db = await openPool(url, { ...(options.maxConnections !== undefined ? { max: options.maxConnections } : {}), ...(options.warn ? { warn: options.warn } : {}) })
     try {
       await migrate(db)
       const hostId = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`
