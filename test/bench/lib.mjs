@@ -5,7 +5,7 @@
 // Not a test and not part of `npm test`.
 import autocannon from 'autocannon'
 import { execFileSync, spawn } from 'node:child_process'
-import { readFileSync, realpathSync, statSync } from 'node:fs'
+import { readFileSync, readdirSync, realpathSync, statSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
 import os from 'node:os'
@@ -417,27 +417,62 @@ export function machineBusySeconds() {
 }
 
 /**
- * CPU accounting over an interval: start() before, stop() after. Returns, per wall second, the
- * CPU of the given pid (all its threads), of this process, and of everything else on the machine
- * (other processes, kernel threads, steal). 1 = one core. Also the pid's CPU seconds in the
- * interval, all threads (`serverCpuSeconds`) and its main thread alone (`mainCpuSeconds`).
+ * The pids of a process tree: `pid` and every descendant, from /proc (just `pid` where there is no
+ * /proc). PostgreSQL's backends are children of its postmaster.
  */
-export function cpuWindow(pid) {
-  const cpu0 = procCpuSeconds(pid)
-  const main0 = mainThreadCpuSeconds(pid)
+export function processTree(pid) {
+  let names
+  try { names = readdirSync('/proc') } catch { return [pid] }
+  const childrenOf = new Map()
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      if (!childrenOf.has(ppid)) childrenOf.set(ppid, [])
+      childrenOf.get(ppid).push(Number(name))
+    } catch { /* exited meanwhile */ }
+  }
+  const out = []
+  for (const queue = [pid]; queue.length;) {
+    const p = queue.pop()
+    out.push(p)
+    queue.push(...(childrenOf.get(p) ?? []))
+  }
+  return out
+}
+
+/**
+ * CPU accounting over an interval: start() before, stop() after. Returns, per wall second, the
+ * CPU of the given pid(s) (all their threads, summed), of this process, of a database's processes
+ * (`dbPids()`: the pids to count, asked at the start and at the end; a backend that exits within
+ * the interval takes its time with it), and of everything else on the machine (other processes,
+ * kernel threads, steal). 1 = one core. Also the pids' CPU seconds in the interval, all threads
+ * (`serverCpuSeconds`) and their main threads alone (`mainCpuSeconds`).
+ */
+export function cpuWindow(pidOrPids, { dbPids } = {}) {
+  const pids = Array.isArray(pidOrPids) ? pidOrPids : [pidOrPids]
+  const sum = (f) => pids.reduce((n, pid) => n + f(pid), 0)
+  const dbCpu = () => new Map((dbPids?.() ?? []).map((pid) => [pid, procCpuSeconds(pid)]))
+  const cpu0 = sum(procCpuSeconds)
+  const main0 = sum(mainThreadCpuSeconds)
+  const db0 = dbCpu()
   const self0 = process.cpuUsage()
   const busy0 = machineBusySeconds()
   const t0 = performance.now()
   return {
     stop() {
       const seconds = (performance.now() - t0) / 1000
-      const serverCpuSeconds = procCpuSeconds(pid) - cpu0
-      const mainCpuSeconds = mainThreadCpuSeconds(pid) - main0
+      const serverCpuSeconds = sum(procCpuSeconds) - cpu0
+      const mainCpuSeconds = sum(mainThreadCpuSeconds) - main0
+      let dbCpuSeconds = 0
+      for (const [pid, s] of dbCpu()) if (Number.isFinite(s)) dbCpuSeconds += s - (db0.get(pid) ?? 0)
       const serverCpu = serverCpuSeconds / seconds
+      const dbCpuShare = dbPids ? dbCpuSeconds / seconds : NaN
       const self = process.cpuUsage(self0)
       const loaderCpu = (self.user + self.system) / 1e6 / seconds
-      const otherCpu = Math.max(0, (machineBusySeconds() - busy0) / seconds - serverCpu - loaderCpu)
-      return { seconds, serverCpu, loaderCpu, otherCpu, serverCpuSeconds, mainCpuSeconds }
+      const otherCpu = Math.max(0, (machineBusySeconds() - busy0) / seconds - serverCpu - loaderCpu - (dbPids ? dbCpuShare : 0))
+      return { seconds, serverCpu, loaderCpu, otherCpu, dbCpu: dbCpuShare, serverCpuSeconds, mainCpuSeconds }
     },
   }
 }
@@ -519,56 +554,85 @@ export function load({ port, path, headers, body, connections, duration, latenci
   })
 }
 
+/** `connections` shared out over `n` servers as evenly as whole numbers allow (17, 17, 16 for 50 over 3). */
+export function shareConnections(connections, n) {
+  if (connections < n) fail(`${connections} connections cannot load ${n} servers: give --connections ${n} or more`)
+  return Array.from({ length: n }, (_, i) => Math.floor(connections / n) + (i < connections % n ? 1 : 0))
+}
+
+/** Status code → count over several autocannon results. */
+function statusCounts(results) {
+  const out = {}
+  for (const r of results) for (const [k, v] of Object.entries(r.statusCodeStats)) out[k] = (out[k] ?? 0) + v.count
+  return out
+}
+
 /**
- * Warm-up (discarded), then the measured run with RSS and CPU sampling of the server. `rssIdle`:
- * the idle RSS read by the caller (e.g. before a probe request); by default it is read here.
+ * Warm-up (discarded, but its status counts are returned as `warmupStatusCodes`), then the measured
+ * run with RSS and CPU sampling of the server. `target`: one server, or several serving the same
+ * thing: each then gets its own autocannon instance with its share of the connections, all started
+ * together and run for the same duration, and the figures are sums (req/s, counts, CPU) — except
+ * RSS, the largest of any one server. `rssIdle`: the idle RSS read by the caller (e.g. before a
+ * probe request); by default it is read here. `dbPids`: a database's processes, whose CPU is
+ * reported as `dbCpu` and left out of `otherCpu`.
  */
-export async function measure(server, { path, headers, body, connections, duration, warmupSeconds = WARMUP_SECONDS, rssIdle = procStatus(server.pid) }) {
-  if (warmupSeconds > 0) await load({ port: server.port, path, headers, body, connections, duration: warmupSeconds })
-  const warmupDone = procStatus(server.pid)
+export async function measure(target, { path, headers, body, connections, duration, warmupSeconds = WARMUP_SECONDS, rssIdle, dbPids }) {
+  const servers = Array.isArray(target) ? target : [target]
+  const shares = shareConnections(connections, servers.length)
+  const rssOf = (field) => Math.max(...servers.map((s) => procStatus(s.pid, field)))
+  rssIdle ??= rssOf()
+  const loadAll = (d, latencies) => Promise.all(servers.map((s, i) => load({ port: s.port, path, headers, body, connections: shares[i], duration: d, latencies })))
+  const warmup = warmupSeconds > 0 ? await loadAll(warmupSeconds) : []
+  const warmupDone = rssOf()
 
   const latencies = new Latencies()
   let rssPeak = warmupDone
   let samples = 0
   const sampler = setInterval(() => {
-    const rss = procStatus(server.pid)
+    const rss = rssOf()
     if (rss > rssPeak || Number.isNaN(rssPeak)) rssPeak = rss
     samples++
   }, RSS_SAMPLE_MS)
-  const cpu = cpuWindow(server.pid)
-  let result
+  const cpu = cpuWindow(servers.map((s) => s.pid), { dbPids })
+  let results
   try {
-    result = await load({ port: server.port, path, headers, body, connections, duration, latencies })
+    results = await loadAll(duration, latencies)
   } finally {
     clearInterval(sampler)
   }
-  const rssEnd = procStatus(server.pid)
+  const rssEnd = rssOf()
   if (rssEnd > rssPeak) rssPeak = rssEnd
-  const { seconds, serverCpu, loaderCpu, otherCpu, serverCpuSeconds, mainCpuSeconds } = cpu.stop()
+  const { seconds, serverCpu, loaderCpu, otherCpu, dbCpu, serverCpuSeconds, mainCpuSeconds } = cpu.stop()
   const [p50, p90, p99] = latencies.percentiles(50, 90, 99)
+  const sum = (f) => results.reduce((n, r) => n + f(r), 0)
+  const statusCodes = statusCounts(results)
   // every answer of the measured window, whatever its status: what the server's CPU went into
-  const answered = Object.values(result.statusCodeStats).reduce((n, v) => n + v.count, 0)
+  const answered = Object.values(statusCodes).reduce((n, v) => n + v, 0)
   return {
-    rps: result.requests.average,
-    requests: result.requests.total,
-    ok2xx: result['2xx'],
-    non2xx: result.non2xx,
-    errors: result.errors,
-    timeouts: result.timeouts,
-    statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([k, v]) => [k, v.count])),
-    latencyMs: { p50, p90, p99, mean: latencies.mean(), max: latencies.max(), autocannonP50: result.latency.p50, autocannonP99: result.latency.p99 },
+    rps: sum((r) => r.requests.average),
+    requests: sum((r) => r.requests.total),
+    ok2xx: sum((r) => r['2xx']),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    statusCodes,
+    warmupStatusCodes: statusCounts(warmup),
+    connectionShares: shares,
+    // autocannon's own percentiles are per instance: only meaningful for one server
+    latencyMs: { p50, p90, p99, mean: latencies.mean(), max: latencies.max(), autocannonP50: servers.length === 1 ? results[0].latency.p50 : NaN, autocannonP99: servers.length === 1 ? results[0].latency.p99 : NaN },
     rssIdle,
     rssPeak,
     rssSamples: samples,
-    rssHighWater: procStatus(server.pid, 'VmHWM'),
+    rssHighWater: rssOf('VmHWM'),
     serverCpu,
     loaderCpu,
     otherCpu,
+    dbCpu,
     seconds,
     answered,
     serverCpuSeconds,
     mainCpuSeconds,
-    // CPU per answered request in µs: the main thread alone, and the whole process (all threads)
+    // CPU per answered request in µs: the main thread(s) alone, and the whole process(es) (all threads)
     mainUsPerRequest: answered > 0 ? (mainCpuSeconds / answered) * 1e6 : NaN,
     serverUsPerRequest: answered > 0 ? (serverCpuSeconds / answered) * 1e6 : NaN,
   }

@@ -10,13 +10,22 @@
 //   commit before the answer, as the contract's "answered means on disk" asks of every wake: the
 //   yardstick of every ratio); hookgate POST /hooks/wake; a mapped wake path with a template; a
 //   mapped wake path with a TypeScript transform (worker pool); POST /hooks/agent on builtin/echo
-//   (deliver false, wakeMode next-heartbeat); a bare server's 401 path (token checked, no body read,
+//   (deliver false, wakeMode next-heartbeat); the same agent call with `serve --store postgres://…`,
+//   one runtime and then three on one database (issue 17; see "PostgreSQL rows" below); a bare server's 401 path (token checked, no body read,
 //   401 JSON); hookgate under 401/429 traffic (a wrong token from one address, so after 20 the
 //   lock-out answers 429); the floor and the wake at 256 connections; and a copy of the floor, run
 //   last, whose distance from the floor is the harness's self-check. Every row also gets the
 //   server's main-thread CPU per answered request (from /proc/<pid>/task/<pid>/stat).
-//   `--only` picks rows; the bare server and the floor always run, and a row brings the row it is
-//   judged against (auth: bare401, wake256: floor256, floor-copy: floor).
+//   `--only` picks rows; the bare server and the floor always run, and a row brings the rows it is
+//   judged against (auth: bare401, wake256: floor256, floor-copy: floor, agent-pg: agent,
+//   agent-pg3: agent-pg and agent), so `--only agent-pg3` runs the three agent rows.
+// PostgreSQL rows (agent-pg, agent-pg3): one throwaway PostgreSQL (test/helpers/pg.ts: the machine's
+//   server binaries, a unix socket in a temp dir, fsync on) started once for the run, a fresh
+//   database per row and round, the same bundle as the agent row; three runtimes are three serve
+//   processes on one database, each loaded by its own autocannon with a third of the connections,
+//   started together, req/s summed. After each row every acknowledged run (202) must be a row of
+//   hookgate_runs. PostgreSQL's own CPU is counted apart ("db CPU"), not as "other". Without the
+//   server binaries the two rows are skipped (said so), and their targets are "not measured".
 // scale: how cost grows. (a) the same mapped wake path in bundles of 10, 1,000 and 10,000
 //   mappings under the same load, then the lookup check (10,000 within 10 % of 10's req/s), with
 //   the two servers pinned to one core and loaded at the same time, half the connections each;
@@ -26,7 +35,7 @@
 //   repo's own hooks.yaml and for bundles of 10, 1,000 and 10,000 mappings.
 // all: compare, then scale.
 //
-// At the end, the targets of issue 16, each with its figure and PASS, FAIL or "not measured" (left
+// At the end, the targets of issues 16 and 17, each with its figure and PASS, FAIL or "not measured" (left
 // out by --mode or --only); in --json under `targets`. Every server runs in its own child process
 // on 127.0.0.1, stdout to /dev/null, fsync on; autocannon runs in this process. Each row reports
 // the CPU used by everything else on the machine meanwhile ("other"): above 15 % of a core the row
@@ -36,22 +45,28 @@ import { randomBytes } from 'node:crypto'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import {
   BARE_SERVER, BenchError, MiB, NOISY_OTHER_CPU, WARMUP_SECONDS, fail, fmtInt, fmtMiB, fmtMs, fmtPct, fmtRatio, freePort, fsTypeOf,
-  installExitHandlers, killAllNow, load, readCli, runsOnDisk, machine, machineBusySeconds, measure, median, once, procCpuSeconds, procStatus, ratio, root, round, run,
-  requestBody, settleDisk, startServer, stopServer, table,
+  installExitHandlers, killAllNow, load, readCli, runsOnDisk, machine, machineBusySeconds, measure, median, once, procCpuSeconds, procStatus, processTree, ratio, root, round, run,
+  requestBody, settleDisk, shareConnections, startServer, stopServer, table,
 } from './lib.mjs'
 
-const USAGE = 'usage: node test/bench/run.mjs [--mode compare|scale|all] [--duration S] [--connections N] [--rounds R] [--only bare,wake,…] [--json]'
+const USAGE = `usage: node test/bench/run.mjs [--mode compare|scale|all] [--duration S] [--connections N] [--rounds R] [--only bare,wake,…] [--json]
+  compare rows (--only picks some): bare, floor, wake, template, transform, agent, agent-pg, agent-pg3, bare401, auth, floor256, wake256, floor-copy
+  agent-pg / agent-pg3: the agent call on PostgreSQL (serve --store), 1 runtime / 3 runtimes on one database of a
+  throwaway server (fsync on; skipped when no PostgreSQL server binaries are found); only those: --only agent-pg,agent-pg3`
 /**
  * The compare rows, in the order a round runs them; `--only` picks some of them. The copy of the
  * floor runs last, as far from the floor as a row can be: the two come out as far apart as the
  * run's drift puts any row from its reference.
  */
-const COMPARE_KEYS = ['bare', 'floor', 'wake', 'template', 'transform', 'agent', 'bare401', 'auth', 'floor256', 'wake256', 'floor-copy']
+const COMPARE_KEYS = ['bare', 'floor', 'wake', 'template', 'transform', 'agent', 'agent-pg', 'agent-pg3', 'bare401', 'auth', 'floor256', 'wake256', 'floor-copy']
 /** rows `--only` always adds (every ×bare and ×floor is to them), and those a picked row is judged against */
 const ALWAYS_KEYS = ['bare', 'floor']
-const REFERENCE_OF = { auth: 'bare401', wake256: 'floor256', 'floor-copy': 'floor' }
+const REFERENCE_OF = { auth: 'bare401', wake256: 'floor256', 'floor-copy': 'floor', 'agent-pg': 'agent', 'agent-pg3': 'agent-pg' }
+/** the rows on PostgreSQL, and how many runtimes each serves from one database */
+const PG_RUNTIMES = { 'agent-pg': 1, 'agent-pg3': 3 }
 /** the second connection count the issue sets a wake target at (the floor is measured there too) */
 const HIGH_CONNECTIONS = 256
 const NAME = 'bench'
@@ -63,12 +78,13 @@ const COLD_COUNTS = [10, 1000, 10_000]
 const COLD_RUNS = 5
 const COLD_POLL_MS = 5
 /**
- * The issue's targets (issue 16), each judged in the same run: a share of a reference row's req/s
+ * The issues' targets (16; 17 for PostgreSQL: one runtime at 0.35× the file store's agent rate,
+ * three at no less than one), each judged in the same run: a share of a reference row's req/s
  * (`atLeast`), or a bound on a figure (`atMost`). The harness's own check: the floor and its copy
  * within SELF_CHECK_TOLERANCE of each other.
  */
 const TARGETS = {
-  wake: 0.85, wake256: 0.75, template: 0.8, auth: 0.8, agent: 0.5, transform: 0.5,
+  wake: 0.85, wake256: 0.75, template: 0.8, auth: 0.8, agent: 0.5, transform: 0.5, agentPg: 0.35, agentPg3: 1.0,
   cpuPerWake: 1.5, rssIdleMiB: 55, rssPeakMiB: 110, coldDefaultMs: 120, cold1000Ms: 150, payload: 0.8,
 }
 const SELF_CHECK_TOLERANCE = 0.05
@@ -93,7 +109,11 @@ function readOptions() {
   const only = values.only ? values.only.split(',').map((k) => k.trim()).filter(Boolean) : []
   const unknown = only.filter((k) => !COMPARE_KEYS.includes(k))
   if (unknown.length) usageError(`--only takes compare rows from ${COMPARE_KEYS.join(', ')}, not "${unknown.join(', ')}"`)
-  if (only.length) only.push(...ALWAYS_KEYS, ...only.map((k) => REFERENCE_OF[k]).filter(Boolean))
+  if (only.length) {
+    // a reference's own reference too: agent-pg3 is judged against agent-pg, and that against agent
+    for (let i = 0; i < only.length; i++) if (REFERENCE_OF[only[i]] && !only.includes(REFERENCE_OF[only[i]])) only.push(REFERENCE_OF[only[i]])
+    only.push(...ALWAYS_KEYS)
+  }
   return { mode: values.mode, connections: number('connections', 1, 1000), duration: number('duration', 1, 600), rounds: number('rounds', 1, 5), only: COMPARE_KEYS.filter((k) => only.includes(k)), json: values.json }
 }
 
@@ -206,12 +226,13 @@ function makeStarters(tmp, token) {
     return startServer({ label: 'durable floor', args: [bareFile], env: { BENCH_TOKEN: token, BENCH_DURABLE_FILE: join(dir, 'runs.jsonl') }, stdout: 'pipe', readyPath: '/' })
   }
   const bare401 = () => startServer({ label: 'bare 401 path', args: [bareFile], env: { BENCH_TOKEN: token, BENCH_REFUSE: '1' }, stdout: 'pipe', readyPath: '/' })
-  const hookgate = async (dist, { label = 'hookgate', pollMs } = {}) => {
+  const hookgate = async (dist, { label = 'hookgate', pollMs, store } = {}) => {
     const port = await freePort()
     const stateDir = mkdtempSync(join(tmp, 'state-')) // never one a server before used: it would resume that one's runs
-    const args = [join(root, 'bin', 'hookgate.js'), 'serve', '--bundle', dist, '--host', '127.0.0.1', '--port', String(port), '--state', stateDir, '--grace-seconds', '1']
+    const args = [join(root, 'bin', 'hookgate.js'), 'serve', '--bundle', dist, '--host', '127.0.0.1', '--port', String(port), '--state', stateDir, '--grace-seconds', '1', ...(store ? ['--store', store] : [])]
     const s = await startServer({ label, args, env: { HOOKGATE_TOKEN: token }, stdout: 'ignore', readyPort: port, readyPath: '/healthz', ...(pollMs ? { pollMs } : {}) })
-    s.stateDir = stateDir
+    // the runs of a server on PostgreSQL are in its database, not in the state dir
+    if (!store) s.stateDir = stateDir
     return s
   }
   return { bare, durable, bare401, hookgate }
@@ -219,36 +240,60 @@ function makeStarters(tmp, token) {
 
 
 /**
- * One row: start the target, probe it once, warm up and measure, stop it. `expected`: the statuses
- * that are the point of the row (everything else, and every error and timeout, is "unexpected").
+ * One row: start the target (one server, or several serving the same thing: an array), probe each
+ * once, warm up and measure, stop them. `expected`: the statuses that are the point of the row
+ * (everything else, and every error and timeout, is "unexpected"). A row on PostgreSQL (the array
+ * has `store`) is then checked against its database: every acknowledged run must be a row there.
  */
 async function measureRow(ctx, t) {
   const { log, opts, state } = ctx
   log(`${t.label}: starting …`)
   state.started = await t.start()
-  const server = state.started
+  const servers = Array.isArray(state.started) ? state.started : [state.started]
+  const store = state.started.store
   // idle: started and asked GET /healthz (or / for the bare server), nothing else yet
-  const rssIdle = procStatus(server.pid)
+  const rssIdle = Math.max(...servers.map((s) => procStatus(s.pid)))
   try {
     // asks to keep the connection, as autocannon does, so the answer says whether the server would
-    const probe = await once(server.port, { method: 'POST', path: t.path, headers: { ...t.headers, connection: 'keep-alive' }, body: t.body })
-    if (!t.expected.includes(probe.status)) fail(`${t.label}: the probe request got ${probe.status} (expected ${t.expected.join('/')}): ${probe.text.slice(0, 300)}`)
+    const probes = []
+    for (const server of servers) {
+      const probe = await once(server.port, { method: 'POST', path: t.path, headers: { ...t.headers, connection: 'keep-alive' }, body: t.body })
+      if (!t.expected.includes(probe.status)) fail(`${t.label}: the probe request to ${server.label} got ${probe.status} (expected ${t.expected.join('/')}): ${probe.text.slice(0, 300)}`)
+      probes.push(probe)
+    }
     const connections = t.connections ?? opts.connections
-    log(`${t.label}: pid ${server.pid}, port ${server.port}; ${WARMUP_SECONDS} s warm-up, then ${opts.duration} s × ${connections} connections …`)
-    const m = await measure(server, { path: t.path, headers: t.headers, body: t.body, connections, duration: opts.duration, rssIdle })
-    await stopServer(server)
+    const shares = servers.length > 1 ? ` (${shareConnections(connections, servers.length).join(' + ')}, one autocannon per runtime)` : ''
+    log(`${t.label}: pid ${servers.map((s) => s.pid).join(', ')}, port ${servers.map((s) => s.port).join(', ')}; ${WARMUP_SECONDS} s warm-up, then ${opts.duration} s × ${connections} connections${shares} …`)
+    const m = await measure(state.started, { path: t.path, headers: t.headers, body: t.body, connections, duration: opts.duration, rssIdle, ...(t.dbPids ? { dbPids: t.dbPids } : {}) })
+    for (const server of servers) await stopServer(server)
     state.started = null
-    settleDisk()
-    const expectedCount = t.expected.reduce((n, s) => n + (m.statusCodes[s] ?? 0), 0)
+    const countExpected = (codes) => t.expected.reduce((n, s) => n + (codes[s] ?? 0), 0)
+    const expectedCount = countExpected(m.statusCodes)
     const answered = Object.values(m.statusCodes).reduce((a, b) => a + b, 0)
-    const row = { key: t.key, label: t.label, connections, expected: t.expected, ...m, expectedCount, unexpected: answered - expectedCount + m.errors /* autocannon counts a timeout as an error too */, bodyBytes: Buffer.byteLength(t.body), probeConnection: probe.headers.connection ?? null }
-    if (server.stateDir) row.disk = await runsOnDisk(server.stateDir)
-    if (row.unexpected > 0) ctx.warnings.push(`${t.label}: ${row.unexpected} unexpected (statuses ${JSON.stringify(m.statusCodes)}, ${m.errors} errors, ${m.timeouts} timeouts)${server.stderr ? `; server stderr: ${server.stderr.trim().slice(0, 500)}` : ''}`)
-    log(`  ${fmtInt(m.rps)} req/s, p50 ${fmtMs(m.latencyMs.p50)} ms, p99 ${fmtMs(m.latencyMs.p99)} ms, statuses ${JSON.stringify(m.statusCodes)}, RSS ${fmtMiB(m.rssIdle)} → ${fmtMiB(m.rssPeak)} MiB, server CPU ${fmtPct(m.serverCpu)} (main thread ${fmtUs(m.mainUsPerRequest)} µs/request), other ${fmtPct(m.otherCpu)}`)
+    const row = { key: t.key, label: t.label, connections, expected: t.expected, ...m, expectedCount, unexpected: answered - expectedCount + m.errors /* autocannon counts a timeout as an error too */, bodyBytes: Buffer.byteLength(t.body), probeConnection: probes[0].headers.connection ?? null }
+    if (servers[0].stateDir) row.disk = await runsOnDisk(servers[0].stateDir)
+    if (store) {
+      // every answer the server acknowledged in this row: the probes, the warm-up and the measured run
+      row.acknowledged = probes.length + countExpected(m.warmupStatusCodes) + expectedCount
+      row.db = await store.check()
+      if (row.db.rows < row.acknowledged) ctx.warnings.push(`${t.label}: ${row.acknowledged} runs acknowledged (${t.expected.join('/')}) but hookgate_runs holds ${row.db.rows}: acknowledged runs are missing`)
+    }
+    settleDisk()
+    const stderr = servers.map((s) => s.stderr.trim()).filter(Boolean).join('\n')
+    if (row.unexpected > 0) ctx.warnings.push(`${t.label}: ${row.unexpected} unexpected (statuses ${JSON.stringify(m.statusCodes)}, ${m.errors} errors, ${m.timeouts} timeouts)${stderr ? `; server stderr: ${stderr.slice(0, 500)}` : ''}`)
+    log(`  ${fmtInt(m.rps)} req/s, p50 ${fmtMs(m.latencyMs.p50)} ms, p99 ${fmtMs(m.latencyMs.p99)} ms, statuses ${JSON.stringify(m.statusCodes)}, RSS ${fmtMiB(m.rssIdle)} → ${fmtMiB(m.rssPeak)} MiB, server CPU ${fmtPct(m.serverCpu)} (main thread ${fmtUs(m.mainUsPerRequest)} µs/request)${Number.isFinite(m.dbCpu) ? `, PostgreSQL CPU ${fmtPct(m.dbCpu)}` : ''}, other ${fmtPct(m.otherCpu)}`)
+    if (row.db) log(`  ${fmtInt(row.acknowledged)} runs acknowledged, hookgate_runs holds ${fmtInt(row.db.rows)} (${fmtInt(row.db.succeeded)} succeeded)`)
     return row
   } finally {
-    if (state.started) { await stopServer(state.started).catch(() => {}); state.started = null }
+    if (state.started) { await stopStarted(state); state.started = null }
   }
+}
+
+/** Stops what `state.started` holds (a server, or several), ignoring one that will not stop. */
+async function stopStarted(state) {
+  const started = state.started
+  if (!started) return
+  for (const server of Array.isArray(started) ? started : [started]) await stopServer(server).catch(() => {})
 }
 
 const noisy = (r) => r.otherCpu > NOISY_OTHER_CPU
@@ -257,12 +302,73 @@ const otherCell = (r) => `${fmtPct(r.otherCpu)}${noisy(r) ? ' !' : ''}`
 // ---------------------------------------------------------------------------------------------
 // compare
 
+/**
+ * The throwaway PostgreSQL of the PostgreSQL rows (build/test/helpers/pg.js, so after the build),
+ * checked to be durable, or null when this machine has no PostgreSQL server binaries. Kept in
+ * ctx.pg: main() destroys it, and the helper kills it and removes its files on any exit.
+ */
+async function startBenchPostgres(ctx) {
+  const { startPostgres } = await import(pathToFileURL(join(root, 'build', 'test', 'helpers', 'pg.js')).href)
+  let pg
+  try {
+    pg = await startPostgres()
+  } catch (err) {
+    fail(`could not start a throwaway PostgreSQL: ${err.message}`)
+  }
+  if (!pg) return null
+  ctx.pg = pg
+  const [fsync, synchronousCommit, version] = (await pg.sql("SELECT current_setting('fsync'), current_setting('synchronous_commit'), current_setting('server_version')")).split('|')
+  // a 202 must mean the run is on disk, as with the file store's fdatasync
+  if (fsync !== 'on' || synchronousCommit !== 'on') fail(`the throwaway PostgreSQL runs with fsync ${fsync}, synchronous_commit ${synchronousCommit}: not durable, so not the file store's contract`)
+  const postmaster = Number(readFileSync(join(pg.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+  let databases = 0
+  return {
+    version, fsync, synchronousCommit, dataFs: fsTypeOf(pg.dataDir),
+    /** the postmaster and its backends, whose CPU a row reports apart */
+    dbPids: () => processTree(postmaster),
+    /** a database no runtime has used: a runtime on an old one would take over the runs left there */
+    async createDatabase() {
+      const name = `bench_${++databases}`
+      return { name, url: await pg.createDatabase(name) }
+    },
+    /** how many runs `name` holds (and how many succeeded); then it is dropped, and a checkpoint keeps its writeback out of the next row */
+    async checkAndDrop({ name, url }) {
+      const [rows, succeeded] = (await pg.sql("SELECT count(*), count(*) FILTER (WHERE status = 'succeeded') FROM hookgate_runs", url)).split('|').map(Number)
+      await pg.sql(`DROP DATABASE "${name}" WITH (FORCE)`)
+      await pg.sql('CHECKPOINT')
+      return { rows, succeeded }
+    },
+  }
+}
+
 async function compareMode(ctx) {
   const { tmp, token, opts, log } = ctx
   log('compiling the compare projects (hookgate compile) …')
   const project = await compileProject(tmp, 'compare', compareYaml(false), token)
   const xproject = await compileProject(tmp, 'compare-transform', compareYaml(true), token, { 'xform.ts': XFORM_TS })
   const { bare, durable, bare401, hookgate } = makeStarters(tmp, token)
+  const pgKeys = Object.keys(PG_RUNTIMES).filter((k) => !opts.only.length || opts.only.includes(k))
+  let postgres = null
+  let pgSkipped = null
+  if (pgKeys.length) {
+    log('starting a throwaway PostgreSQL (fsync on) for the PostgreSQL rows …')
+    postgres = await startBenchPostgres(ctx)
+    if (!postgres) {
+      pgSkipped = 'no PostgreSQL server binaries (initdb, postgres, pg_isready) on PATH or in /usr/lib/postgresql/*/bin (Debian: apt-get install postgresql)'
+      log(`skipping ${pgKeys.join(', ')}: ${pgSkipped}`)
+    } else {
+      log(`  PostgreSQL ${postgres.version}, data on ${postgres.dataFs}, fsync ${postgres.fsync}, synchronous_commit ${postgres.synchronousCommit}`)
+    }
+  }
+  /** `runtimes` serve processes on one fresh database, started one after another (the first creates the schema) */
+  const onPostgres = (runtimes) => async () => {
+    const db = await postgres.createDatabase()
+    const servers = []
+    ctx.state.started = servers // a failure while starting the others still stops those already up
+    for (let i = 0; i < runtimes; i++) servers.push(await hookgate(project.dist, { label: `hookgate on PostgreSQL${runtimes > 1 ? ` (${i + 1} of ${runtimes})` : ''}`, store: db.url }))
+    servers.store = { check: () => postgres.checkAndDrop(db) }
+    return servers
+  }
   const body = requestBody()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-source': 'bench' }
   const wrong = { ...headers, authorization: `Bearer ${randomBytes(24).toString('base64url')}` }
@@ -275,6 +381,10 @@ async function compareMode(ctx) {
     { key: 'template', label: 'mapped path, template', path: '/hooks/bench', headers, body, expected: [200], start },
     { key: 'transform', label: 'mapped path, transform', path: '/hooks/xform', headers, body, expected: [200], start: () => hookgate(xproject.dist) },
     { key: 'agent', label: 'agent call (echo, durable)', path: '/hooks/agent', headers, body: AGENT_BODY, expected: [202], start },
+    ...(postgres ? [
+      { key: 'agent-pg', label: 'agent call, PostgreSQL, 1 runtime', path: '/hooks/agent', headers, body: AGENT_BODY, expected: [202], start: onPostgres(PG_RUNTIMES['agent-pg']), dbPids: postgres.dbPids },
+      { key: 'agent-pg3', label: 'agent call, PostgreSQL, 3 runtimes', path: '/hooks/agent', headers, body: AGENT_BODY, expected: [202], start: onPostgres(PG_RUNTIMES['agent-pg3']), dbPids: postgres.dbPids },
+    ] : []),
     { key: 'bare401', label: 'bare node:http, 401 path', path: '/hooks/wake', headers: wrong, body, expected: [401], start: bare401 },
     { key: 'auth', label: '401/429 traffic (lock-out)', path: '/hooks/wake', headers: wrong, body, expected: [401, 429], start },
     { key: 'floor256', label: `${floorLabel}, ${HIGH_CONNECTIONS} conn`, path: '/', headers, body, expected: [200], start: durable, connections: HIGH_CONNECTIONS },
@@ -302,7 +412,8 @@ async function compareMode(ctx) {
     r.vsBare = high ? null : { rps: round(vs(r.key, 'bare'), 3), p50: round(vs(r.key, 'bare', (x) => x.latencyMs.p50), 3), p99: round(vs(r.key, 'bare', (x) => x.latencyMs.p99), 3) }
     r.vsFloor = samples.has(floorKey) ? { key: floorKey, rps: round(vs(r.key, floorKey), 3), p50: round(vs(r.key, floorKey, (x) => x.latencyMs.p50), 3), mainUsPerRequest: round(vs(r.key, floorKey, (x) => x.mainUsPerRequest), 3) } : null
   }
-  return { bodyBytes: Buffer.byteLength(body), agentBodyBytes: Buffer.byteLength(AGENT_BODY), rounds: opts.rounds, highConnections: HIGH_CONNECTIONS, rows, targets: compareTargets(byKey, vs) }
+  const pg = postgres ? { version: postgres.version, dataFs: postgres.dataFs, fsync: postgres.fsync, synchronousCommit: postgres.synchronousCommit } : pgSkipped ? { skipped: pgSkipped } : null
+  return { bodyBytes: Buffer.byteLength(body), agentBodyBytes: Buffer.byteLength(AGENT_BODY), rounds: opts.rounds, highConnections: HIGH_CONNECTIONS, postgres: pg, rows, targets: compareTargets(byKey, vs) }
 }
 
 /** One row out of a target's rounds: medians of each figure (the worst "other"), sums of the counts. */
@@ -320,6 +431,7 @@ function medianRow(t, rs) {
     mainUsPerRequest: pick((r) => r.mainUsPerRequest), serverUsPerRequest: pick((r) => r.serverUsPerRequest),
     answered: sum((r) => r.answered), expectedCount: sum((r) => r.expectedCount), unexpected: sum((r) => r.unexpected), errors: sum((r) => r.errors), timeouts: sum((r) => r.timeouts), statusCodes,
     bodyBytes: last.bodyBytes, probeConnection: last.probeConnection, ...(last.disk ? { disk: last.disk } : {}),
+    ...(last.db ? { acknowledged: sum((r) => r.acknowledged), db: { rows: sum((r) => r.db.rows), succeeded: sum((r) => r.db.succeeded) }, dbCpu: pick((r) => r.dbCpu), connectionShares: last.connectionShares } : {}),
     samples: rs.map((r) => ({ rps: round(r.rps, 1), p50: round(r.latencyMs.p50, 3), p99: round(r.latencyMs.p99, 3), mainUsPerRequest: round(r.mainUsPerRequest, 2), rssIdle: r.rssIdle, rssPeak: r.rssPeak, otherCpu: round(r.otherCpu, 3) })),
   }
 }
@@ -344,6 +456,8 @@ function compareTargets(byKey, vs) {
     judge('template', 'mapped path with a template, ×floor', vs('template', 'floor'), TARGETS.template),
     judge('auth', '401/429 flood, ×bare 401 path', vs('auth', 'bare401'), TARGETS.auth),
     judge('agent', 'agent call accepted on builtin/echo, ×floor', vs('agent', 'floor'), TARGETS.agent),
+    judge('agent-pg', 'agent call on PostgreSQL, 1 runtime, ×agent call on the file store', vs('agent-pg', 'agent'), TARGETS.agentPg),
+    judge('agent-pg3', 'agent call on PostgreSQL, 3 runtimes, ×1 runtime', vs('agent-pg3', 'agent-pg'), TARGETS.agentPg3),
     judge('transform', 'mapped path with a transform, ×floor', vs('transform', 'floor'), TARGETS.transform),
     judge('cpu', 'main-thread CPU per wake, ×floor\'s', vs('wake', 'floor', (r) => r.mainUsPerRequest), TARGETS.cpuPerWake, { atMost: true, detail: byKey.has('wake') && byKey.has('floor') ? `${fmtUs(us('wake'))} against ${fmtUs(us('floor'))} µs/request` : '' }),
     judge('rss-idle', 'idle RSS, the wake row\'s server', mib('wake', 'rssIdle'), TARGETS.rssIdleMiB, { atMost: true, unit: ' MiB' }),
@@ -374,11 +488,25 @@ function printCompare(c, opts) {
     'non-2xx: answers outside the row\'s expected statuses, plus connection errors and timeouts (expected: 200; 202 for the agent call; 401 for the bare 401 path; 401 and 429 for the 401/429 row).',
     'bare node:http, 401 path: a bare server that checks the Bearer token before the body, reads no body and answers 401 JSON; the same wrong token as the 401/429 row.',
     ...(auth ? [`401/429 traffic: a wrong Bearer token from 127.0.0.1 to /hooks/wake with the default lock-out (20 failures, then 429 for 60 s): ${fmtInt(auth.statusCodes[401] ?? 0)} × 401, ${fmtInt(auth.statusCodes[429] ?? 0)} × 429 in the measured runs; to a request asking for keep-alive the server answered "connection: ${auth.probeConnection ?? '(none)'}"${auth.probeConnection === 'close' ? ', so every one of these requests opens a new connection' : ' (the connection is kept)'}.`] : []),
+    ...printPostgresNotes(c),
     ...(agent ? [`agent call: ${fmtInt(agent.expectedCount)} × 202 in the measured runs; at the last stop (1 s grace) runs.jsonl held ${fmtInt(agent.disk?.rows)} runs, ${fmtInt(agent.disk?.succeeded)} succeeded (the echo turns run after the 202, server.concurrency = 32 at a time, with maxPendingRuns 500,000 so backpressure does not answer for the row; the rest resume at the next start).`] : []),
     'mapped path, template: /hooks/bench, a wake whose textTemplate reads a payload field, a header and {{now}}; mapped path, transform: /hooks/xform, a wake whose TypeScript transform returns { text }, run in the worker-thread pool (its bundle is the only one with a transform, so only this row carries the pool).',
     'RSS idle: after the start and one GET, before the probe request; RSS peak: sampled every 200 ms during the measured run (it includes the runs the server holds in memory, and garbage not yet collected).',
   ]
   return lines
+}
+
+/** What the PostgreSQL rows ran on, how the three runtimes were loaded, and whether every acknowledged run reached the database. */
+function printPostgresNotes(c) {
+  if (!c.postgres) return []
+  if (c.postgres.skipped) return [`agent call, PostgreSQL: SKIPPED, ${c.postgres.skipped}.`]
+  const pgRows = c.rows.filter((r) => r.db)
+  const many = pgRows.find((r) => r.connectionShares?.length > 1)
+  return [
+    `agent call, PostgreSQL: the agent row's bundle and body with \`serve --store postgres://…\` on one throwaway PostgreSQL ${c.postgres.version}: unix socket, data on ${c.postgres.dataFs}, fsync ${c.postgres.fsync} and synchronous_commit ${c.postgres.synchronousCommit}, so a 202 comes only once its run's row is committed and flushed (the file store's contract); a fresh database per row and round.` +
+      (many ? ` ${many.connectionShares.length} runtimes: as many serve processes on one database, each loaded by its own autocannon with its share of the connections (${many.connectionShares.join(' + ')}), all started together and stopped together; req/s, counts and CPU are sums, p50/p99 over every response, RSS that of the largest runtime.` : ''),
+    ...pgRows.map((r) => `${r.label}: ${fmtInt(r.acknowledged)} runs acknowledged (202: probes, warm-up and measured runs${r.rounds > 1 ? `, ${r.rounds} rounds` : ''}); at the stops hookgate_runs held ${fmtInt(r.db.rows)}, ${fmtInt(r.db.succeeded)} succeeded → ${r.db.rows >= r.acknowledged ? 'every acknowledged run is there' : `!! ${fmtInt(r.acknowledged - r.db.rows)} MISSING`}; PostgreSQL (postmaster and backends) used ${fmtPct(r.dbCpu)} of a core, not counted in "other".`),
+  ]
 }
 
 const fmtUs = (x) => (Number.isFinite(x) ? x.toFixed(1) : '–')
@@ -591,9 +719,9 @@ function printTargets(targets) {
   const failed = targets.filter((t) => t.pass === false).length
   const unmeasured = targets.filter((t) => t.pass === null).length
   return [
-    '== targets (issue 16), judged in this run ==',
+    '== targets (issues 16 and 17), judged in this run ==',
     table(['target', 'figure', 'bound', 'result', 'detail'], targets.map((t) => [t.label, fmtFigure(t.figure, t.unit), `${t.atMost ? '≤' : '≥'} ${fmtFigure(t.bound, t.unit)}`, verdict(t), t.detail]), [3, 4]),
-    `${targets.length - failed - unmeasured} PASS, ${failed} FAIL${unmeasured ? `, ${unmeasured} not measured (left out by --mode or --only)` : ''}${failed ? ' → exit 1' : ''}`,
+    `${targets.length - failed - unmeasured} PASS, ${failed} FAIL${unmeasured ? `, ${unmeasured} not measured (left out by --mode or --only, or no PostgreSQL)` : ''}${failed ? ' → exit 1' : ''}`,
   ]
 }
 
@@ -608,7 +736,8 @@ async function main() {
     rmSync(tmp, { recursive: true, force: true })
   }
   installExitHandlers(NAME, cleanup)
-  const ctx = { opts, log, tmp, token: randomBytes(24).toString('base64url'), warnings: [], state: { started: null } }
+  // pg: the throwaway PostgreSQL, once started (its helper also kills it and removes its files on any exit, Ctrl-C included)
+  const ctx = { opts, log, tmp, token: randomBytes(24).toString('base64url'), warnings: [], state: { started: null }, pg: null }
   const result = { ...machine(), tmpFs: fsTypeOf(tmp), mode: opts.mode, connections: opts.connections, durationSeconds: opts.duration, warmupSeconds: WARMUP_SECONDS, pipelining: 1, fsync: true }
   try {
     log('building build/ (node scripts/build.mjs) …')
@@ -644,7 +773,8 @@ async function main() {
     process.stderr.write(`${NAME}: FAILED: ${err instanceof BenchError ? err.message : (err && err.stack) || String(err)}\n`)
     process.exitCode = 1
   } finally {
-    if (ctx.state.started) await stopServer(ctx.state.started).catch(() => {})
+    await stopStarted(ctx.state)
+    await ctx.pg?.destroy().catch(() => {})
     cleanup()
   }
 }
