@@ -19,6 +19,7 @@ import { PgRecordLog } from './logs.js'
 import { migrate } from './migrate.js'
 import { PgRejects, REJECTS_LOG } from './rejects.js'
 import { PgRunLog } from './runs.js'
+import { PgWriter } from './group-commit.js'
 import { PgSessions } from './sessions.js'
 import { claimOrphans } from './takeover.js'
 
@@ -47,6 +48,8 @@ export class PgStore implements Store {
   private readonly logs = new Set<{ close(): Promise<void> }>()
   private rejects: PgRejects | undefined
   readonly sessions: PgSessions
+  /** one group commit for every write of this runtime: a moment's accepts, status changes, records and events share a transaction */
+  private readonly writer: PgWriter
   private readonly renewal: NodeJS.Timeout
   private readonly sweeper: NodeJS.Timeout
   private takeover: TakeoverListener | undefined
@@ -62,9 +65,10 @@ export class PgStore implements Store {
   private closed = false
 
   private constructor(readonly db: Db, readonly hostId: string, private readonly preloaded: Map<string, object[]>, private readonly options: PgStoreOptions) {
-    this.runs = new PgRunLog(db, { hostId, ...(options.keepKeysForMs !== undefined ? { keepKeysForMs: options.keepKeysForMs } : {}), ...(options.retainFinished !== undefined ? { retainFinished: options.retainFinished } : {}) })
+    this.writer = new PgWriter(db)
+    this.runs = new PgRunLog(db, { hostId, ...(options.keepKeysForMs !== undefined ? { keepKeysForMs: options.keepKeysForMs } : {}), ...(options.retainFinished !== undefined ? { retainFinished: options.retainFinished } : {}) }, this.writer)
     const ttl = options.hostTtlMs ?? DEFAULT_HOST_TTL_MS
-    this.sessions = new PgSessions(db, hostId, this.runs, { ttlMs: ttl, ...(options.warn ? { warn: options.warn } : {}) })
+    this.sessions = new PgSessions(db, hostId, this.runs, { ttlMs: ttl, ...(options.warn ? { warn: options.warn } : {}) }, this.writer)
     this.renewal = setInterval(() => void this.renew(ttl), Math.max(100, Math.floor(ttl / 3)))
     this.renewal.unref()
     this.sweeper = setInterval(() => {
@@ -145,7 +149,7 @@ export class PgStore implements Store {
   openLog<R extends object>(name: string): OpenedLog<R> {
     const records = (this.preloaded.get(name) ?? []) as R[]
     this.preloaded.delete(name)
-    const log = new PgRecordLog<R>(this.db, name)
+    const log = new PgRecordLog<R>(this.db, name, this.writer)
     this.logs.add(log)
     return { records, log }
   }
@@ -169,6 +173,7 @@ export class PgStore implements Store {
     await this.rejects?.close()
     for (const log of this.logs) await log.close()
     await this.runs.close()
+    await this.writer.close()
     // a runtime that stops cleanly leaves no lease for the others to wait out
     await this.db.query('DELETE FROM hookgate_hosts WHERE id = $1', [this.hostId]).catch(() => {})
     await this.db.close()

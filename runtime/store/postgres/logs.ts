@@ -4,17 +4,20 @@
 import type { RecordLog, StoreHealth } from '../store.js'
 import { RunStoreError } from '../store.js'
 import type { Db, Queryable } from './db.js'
-import { GroupCommit } from './group-commit.js'
+import { PgWriter, type Lane } from './group-commit.js'
 
 export class PgRecordLog<R extends object> implements RecordLog<R> {
-  private readonly writes: GroupCommit<readonly R[]>
+  private readonly writes: PgWriter
+  /** every append waits out an outage: a turn's record is not dropped because the database restarted */
+  private readonly lane: Lane<readonly R[]> = {
+    commit: async (q, batch) => { await insertRecords(q, this.name, batch.flat()); return new Map() },
+    retry: () => true,
+  }
   private closed = false
 
-  constructor(db: Db, readonly name: string) {
-    this.writes = new GroupCommit<readonly R[]>(async (batch) => {
-      await db.transaction((q) => insertRecords(q, name, batch.flat()))
-      return new Map()
-    }, () => true)
+  /** `writer`: the store's group commit, shared with its other writes (its own when not given) */
+  constructor(db: Db, readonly name: string, writer?: PgWriter) {
+    this.writes = writer ?? new PgWriter(db)
   }
 
   /** The log's records, oldest first. */
@@ -26,7 +29,7 @@ export class PgRecordLog<R extends object> implements RecordLog<R> {
   append(...records: R[]): Promise<void> {
     if (this.closed) return Promise.reject(new RunStoreError('store_closed', `the log ${this.name} is closed`))
     if (records.length === 0) return Promise.resolve()
-    return this.writes.add(records)
+    return this.writes.add(this.lane, records)
   }
 
   get health(): StoreHealth {

@@ -20,7 +20,7 @@ import {
 } from '../store.js'
 import { RunWatchers, afterWritesOf, trackWrite } from '../watchers.js'
 import type { Db, Queryable } from './db.js'
-import { GroupCommit } from './group-commit.js'
+import { PgWriter, type Lane } from './group-commit.js'
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
 
@@ -48,12 +48,28 @@ export class PgRunLog implements RunLog {
   private readonly inFlight = new Map<string, Promise<unknown>>()
   private readonly watchers = new RunWatchers()
   /** new runs are refused while the database is out of reach; status changes wait for it */
-  private readonly writes = new GroupCommit<Write>((batch) => this.commit(batch), (w) => w.kind === 'update')
+  private readonly lane: Lane<Write> = {
+    commit: (q, batch) => this.commit(q, batch),
+    retry: (w) => w.kind === 'update',
+    inDoubt: (w) => { if (w.kind === 'insert') this.inDoubt.add(w.row.id) },
+    before: (q) => this.releaseInDoubt(q),
+  }
+  /**
+   * New runs whose commit may have landed although the caller was told it did not (the database
+   * went away between COMMIT and its answer). Such a row would hold its Idempotency-Key (a retry
+   * is answered with its runId) and be owned by this live runtime, which does not run it: so at
+   * the next commit each one that exists is given up (owner '') and the sweep resumes it, like a
+   * dead runtime's run.
+   */
+  private readonly inDoubt = new Set<string>()
+  private readonly writes: PgWriter
   private closing = false
   private finished = 0
   private readonly isoNow: () => string
 
-  constructor(private readonly db: Db, private readonly options: PgRunLogOptions) {
+  /** `writer`: the store's group commit, shared with its other writes (its own when not given) */
+  constructor(db: Db, private readonly options: PgRunLogOptions, writer?: PgWriter) {
+    this.writes = writer ?? new PgWriter(db)
     this.isoNow = options.now ? () => options.now!().toISOString() : isoNow
   }
 
@@ -84,7 +100,7 @@ export class PgRunLog implements RunLog {
     } catch (err) {
       return Promise.reject(err)
     }
-    const written = Promise.all(rows.map((row) => this.writes.add({ kind: 'insert', row })))
+    const written = Promise.all(rows.map((row) => this.writes.add(this.lane, { kind: 'insert', row })))
     const done = written.then(() => {
       let finished = 0
       for (const row of rows) {
@@ -228,7 +244,7 @@ export class PgRunLog implements RunLog {
   private async commitChange(row: RunRow, next: RunRow, statusChanged = true): Promise<RunRow> {
     const fence = this.fences.get(row.id) ?? 1
     try {
-      await this.writes.add({ kind: 'update', row: next, fence })
+      await this.writes.add(this.lane, { kind: 'update', row: next, fence })
     } catch (err) {
       // Another runtime took the run over (this one was paused or cut off past its lease): it is
       // that runtime's now, and nothing here may write it again.
@@ -248,13 +264,19 @@ export class PgRunLog implements RunLog {
     return next
   }
 
-  /** One transaction for a batch: keys, new rows, status changes; returns the writes refused, and why. */
-  private async commit(batch: readonly Write[]): Promise<Map<Write, Error>> {
+  private async releaseInDoubt(q: Queryable): Promise<(() => void) | undefined> {
+    if (this.inDoubt.size === 0) return undefined
+    const ids = [...this.inDoubt]
+    await q.query("UPDATE hookgate_runs SET owner = '' WHERE id = ANY($1::text[]) AND owner = $2 AND fence = 1", [ids, this.options.hostId])
+    return () => { for (const id of ids) this.inDoubt.delete(id) }
+  }
+
+  /** A batch's keys, new rows and status changes, in its transaction; returns the writes refused, and why. */
+  private async commit(q: Queryable, batch: readonly Write[]): Promise<Map<Write, Error>> {
     const inserts = batch.filter((w): w is Extract<Write, { kind: 'insert' }> => w.kind === 'insert')
     const updates = batch.filter((w): w is Extract<Write, { kind: 'update' }> => w.kind === 'update')
     const outcome = new Map<Write, Error>()
-    await this.db.transaction(async (q) => {
-      outcome.clear()
+    {
       const lostKey = await this.insertKeys(q, inserts)
       const accepted = inserts.filter((w) => !lostKey.has(w))
       for (const [w, holder] of lostKey) outcome.set(w, new RunStoreError('duplicate_key', `the Idempotency-Key of run ${w.row.id} already started another run`, holder))
@@ -262,7 +284,7 @@ export class PgRunLog implements RunLog {
       for (const w of accepted) if (!inserted.has(w.row.id)) outcome.set(w, new RunStoreError('duplicate_run', `a run with id ${w.row.id} already exists`))
       const changed = await this.updateRows(q, updates)
       for (const w of updates) if (!changed.has(w.row.id)) outcome.set(w, new RunStoreError('fenced_out', `run ${w.row.id} is no longer this runtime's: another took it over`))
-    })
+    }
     return outcome
   }
 

@@ -10,7 +10,7 @@
 // Polling bounds the delay of an event queued on another runtime to about POLL_MS.
 import { RunStoreError, type SessionHandler, type SessionOwnership, type StoreHealth } from '../store.js'
 import { isUnavailable, type Db } from './db.js'
-import { GroupCommit } from './group-commit.js'
+import { PgWriter, type Lane } from './group-commit.js'
 import type { PgRunLog } from './runs.js'
 import { claimWakes } from './takeover.js'
 
@@ -30,7 +30,17 @@ export class PgSessions implements SessionOwnership {
   private handler: SessionHandler<object> | undefined
   /** the sessions this runtime owns: agent → fence, and until when the lease holds by this clock */
   private readonly owned = new Map<string, { fence: number; until: number }>()
-  private readonly inbox: GroupCommit<Inboxed>
+  private readonly inbox: PgWriter
+  private readonly inboxLane: Lane<Inboxed> = {
+    commit: async (q, batch) => {
+      await q.query(
+        `INSERT INTO hookgate_session_inbox (log, id, record, now)
+         SELECT log, id, record, now FROM jsonb_to_recordset($1::jsonb) AS t(log text, id text, record jsonb, now boolean)
+         ON CONFLICT (log, id) DO NOTHING`, [JSON.stringify(batch)])
+      return new Map()
+    },
+    retry: () => true,
+  }
   private readonly leaseTimer: NodeJS.Timeout
   private readonly pullTimer: NodeJS.Timeout
   private busy: Promise<void> = Promise.resolve()
@@ -39,14 +49,9 @@ export class PgSessions implements SessionOwnership {
   private closed = false
   private warned = false
 
-  constructor(private readonly db: Db, private readonly hostId: string, private readonly runs: PgRunLog, private readonly options: { ttlMs: number; pollMs?: number; warn?: (message: string) => void }) {
-    this.inbox = new GroupCommit<Inboxed>(async (batch) => {
-      await db.query(
-        `INSERT INTO hookgate_session_inbox (log, id, record, now)
-         SELECT log, id, record, now FROM jsonb_to_recordset($1::jsonb) AS t(log text, id text, record jsonb, now boolean)
-         ON CONFLICT (log, id) DO NOTHING`, [JSON.stringify(batch)])
-      return new Map()
-    }, () => true)
+  /** `writer`: the store's group commit, which the inbox's inserts share */
+  constructor(private readonly db: Db, private readonly hostId: string, private readonly runs: PgRunLog, private readonly options: { ttlMs: number; pollMs?: number; warn?: (message: string) => void }, writer?: PgWriter) {
+    this.inbox = writer ?? new PgWriter(db)
     this.leaseTimer = setInterval(() => this.tick(this.competeStep), Math.min(1000, Math.max(50, Math.floor(options.ttlMs / 3))))
     this.pullTimer = setInterval(() => { if (this.owned.size > 0) this.tick(this.pullStep) }, options.pollMs ?? SESSION_POLL_MS)
     this.leaseTimer.unref()
@@ -68,9 +73,9 @@ export class PgSessions implements SessionOwnership {
 
   async queue(agentId: string, record: object & { id: string }, now: boolean): Promise<void> {
     if (this.closed) throw new RunStoreError('store_closed', 'the session store is closed')
-    await this.inbox.add({ log: sessionLogName(agentId), id: record.id, record, now })
-    // the owner here: no need to wait for the next poll
-    if (this.owned.has(agentId)) this.tick(this.pullStep)
+    await this.inbox.add(this.inboxLane, { log: sessionLogName(agentId), id: record.id, record, now })
+    // an event that asks for a turn now, and the owner here: no need to wait for the next poll
+    if (now && this.owned.has(agentId)) this.tick(this.pullStep)
   }
 
   async commitTurn(agentId: string, record: object): Promise<void> {
