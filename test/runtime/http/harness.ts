@@ -328,7 +328,8 @@ export function spawnServe(bundle: string, stateDir: string, extra: string[] = [
 
 /** Spawns `node ...args` (a server that prints `hookgate listening on …`, e.g. a standalone runtime) and waits for its listening line. */
 /** `ready`: the line that says it is up, its URL captured (default: `hookgate listening on <url>`). */
-export async function spawnServer(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; ready?: { text: string; url: RegExp } }): Promise<ServeProcess> {
+/** `lifetimeMs`: it is SIGKILLed after this long, should a test forget it (default 60 s). */
+export async function spawnServer(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; ready?: { text: string; url: RegExp }; lifetimeMs?: number }): Promise<ServeProcess> {
   const child = spawn(process.execPath, args, {
     cwd: options.cwd,
     env: { ...(options.env ?? process.env), NO_COLOR: '1' },
@@ -347,7 +348,7 @@ export async function spawnServer(args: string[], options: { cwd: string; env?: 
   })
   child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d })
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')))
-  const safety = setTimeout(() => child.kill('SIGKILL'), 60_000)
+  const safety = setTimeout(() => child.kill('SIGKILL'), options.lifetimeMs ?? 60_000)
   safety.unref()
   void exited.then(() => clearTimeout(safety))
   process.on('exit', () => { if (child.exitCode === null) child.kill('SIGKILL') })
