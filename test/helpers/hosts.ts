@@ -140,6 +140,8 @@ export interface Attempt {
   /** the error body's `code` (store_unavailable…), when it had one */
   code?: string
   retryAfter?: string
+  /** the idempotent-replayed header was set: the answer of a run started before */
+  replayed?: boolean
   /** the connection-level failure (ECONNREFUSED, UND_ERR_SOCKET, UND_ERR_HEADERS_TIMEOUT…), when no answer came */
   error?: string
 }
@@ -226,8 +228,9 @@ export class Sender {
       try { body = JSON.parse(raw) } catch { body = raw }
       const headers = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, String(v)]))
       const status = res.statusCode
-      this.attempts.push({ key, host: host.name, at, status, ...(body?.code ? { code: body.code } : {}), ...(headers['retry-after'] ? { retryAfter: headers['retry-after'] } : {}) })
-      if (status >= 200 && status < 300) this.acks.push({ key, runId: body?.runId, host: host.name, status, replayed: headers['idempotent-replayed'] === 'true', at })
+      const replayed = headers['idempotent-replayed'] === 'true'
+      this.attempts.push({ key, host: host.name, at, status, ...(body?.code ? { code: body.code } : {}), ...(headers['retry-after'] ? { retryAfter: headers['retry-after'] } : {}), ...(replayed ? { replayed } : {}) })
+      if (status >= 200 && status < 300) this.acks.push({ key, runId: body?.runId, host: host.name, status, replayed, at })
       return { key, host: host.name, status, headers, body }
     } catch (err) {
       this.attempts.push({ key, host: host.name, at, error: (err as { code?: string }).code ?? (err as Error).message })
