@@ -351,7 +351,10 @@ export async function spawnServer(args: string[], options: { cwd: string; env?: 
   const safety = setTimeout(() => child.kill('SIGKILL'), options.lifetimeMs ?? 60_000)
   safety.unref()
   void exited.then(() => clearTimeout(safety))
-  process.on('exit', () => { if (child.exitCode === null) child.kill('SIGKILL') })
+  // one listener per child while it lives (a scenario starts a dozen hosts in turn)
+  const killOnExit = (): void => { if (child.exitCode === null) child.kill('SIGKILL') }
+  process.on('exit', killOnExit)
+  void exited.then(() => process.off('exit', killOnExit))
 
   const line = (text: string, withinMs = 5000): Promise<string> => new Promise((resolve, reject) => {
     const check = () => {
