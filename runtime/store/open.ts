@@ -60,6 +60,7 @@ export async function connectStore(spec: string, stateDir: string, options: Stor
     return await PgStore.open(spec, {
       ...(options.keepKeysForMs !== undefined ? { keepKeysForMs: options.keepKeysForMs } : {}),
       ...(options.retainFinished !== undefined ? { retainFinished: options.retainFinished } : {}),
+      ...(options.keepHistory !== undefined ? { keepRuns: options.keepHistory } : {}),
       ...(options.hostTtlMs !== undefined ? { hostTtlMs: options.hostTtlMs } : {}),
       ...(options.sweepMs !== undefined ? { sweepMs: options.sweepMs } : {}),
       ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),

@@ -22,6 +22,7 @@ import { PgRunLog } from './runs.js'
 import { PgWriter } from './group-commit.js'
 import { PgSessions } from './sessions.js'
 import { claimOrphans } from './takeover.js'
+import { pruneOnce, type Pruned } from './retention.js'
 
 /** A runtime whose row was not renewed for this long is dead to the others, default 15 s. */
 export const DEFAULT_HOST_TTL_MS = 15_000
@@ -29,12 +30,18 @@ export const DEFAULT_HOST_TTL_MS = 15_000
 export const DEFAULT_SWEEP_MS = 5_000
 /** Runs claimed per statement of a sweep (a sweep claims until none are left). */
 const SWEEP_BATCH = 200
+/** How often a runtime prunes the history past server.history.keepRuns (and keys past their window). */
+const PRUNE_EVERY_MS = 60_000
+/** The file store's default for server.history.keepRuns. */
+const DEFAULT_KEEP_RUNS = 50_000
 
 export interface PgStoreOptions {
   hostTtlMs?: number
   /** how often to look for a dead runtime's runs (server.store.sweepSeconds), default 5 s */
   sweepMs?: number
   keepKeysForMs?: number
+  /** finished runs kept, newest first (server.history.keepRuns), default 50,000 */
+  keepRuns?: number
   retainFinished?: number
   /** the pool's size, default 10 (server.store.maxConnections) */
   maxConnections?: number
@@ -52,6 +59,8 @@ export class PgStore implements Store {
   private readonly writer: PgWriter
   private readonly renewal: NodeJS.Timeout
   private readonly sweeper: NodeJS.Timeout
+  private readonly pruner: NodeJS.Timeout
+  private pruning: Promise<Pruned> | undefined
   private takeover: TakeoverListener | undefined
   private sweeping: Promise<void> | undefined
   /**
@@ -75,6 +84,24 @@ export class PgStore implements Store {
       if (this.renewedSince !== undefined && Date.now() - this.renewedSince >= ttl / 2) this.sweep()
     }, options.sweepMs ?? DEFAULT_SWEEP_MS)
     this.sweeper.unref()
+    this.pruner = setInterval(() => void this.prune().catch((err: Error) => {
+      if (!this.closed) options.warn?.(`could not prune the run history: ${err.message}`)
+    }), PRUNE_EVERY_MS)
+    this.pruner.unref()
+  }
+
+  /** Deletes finished runs past keepRuns and keys past their window, a batch at a time; returns how many. */
+  prune(): Promise<Pruned> {
+    this.pruning ??= (async () => {
+      const total: Pruned = { runs: 0, keys: 0 }
+      for (;;) {
+        const once = await pruneOnce(this.db, this.options.keepRuns ?? DEFAULT_KEEP_RUNS, this.options.keepKeysForMs ?? 86_400_000)
+        total.runs += once.runs
+        total.keys += once.keys
+        if ((once.runs < 1000 && once.keys < 1000) || this.closed) return total
+      }
+    })().finally(() => { this.pruning = undefined })
+    return this.pruning
   }
 
   async lastFiredSlots(): Promise<Map<string, number>> {
@@ -168,7 +195,9 @@ export class PgStore implements Store {
     this.closed = true
     clearInterval(this.renewal)
     clearInterval(this.sweeper)
+    clearInterval(this.pruner)
     await this.sweeping
+    await this.pruning?.catch(() => {})
     await this.sessions.close()
     await this.rejects?.close()
     for (const log of this.logs) await log.close()

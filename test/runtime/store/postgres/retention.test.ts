@@ -1,0 +1,48 @@
+// What the PostgreSQL store keeps, on a real PostgreSQL: a prune deletes the finished runs past the
+// newest keepRuns (never an unfinished one) with their transcript records, and the
+// Idempotency-Keys past their window; the rest stays.
+import { suite } from 'uvu'
+import * as assert from 'uvu/assert'
+import { startPostgres } from '../../../helpers/pg.js'
+import { PgStore } from '../../../../runtime/store/postgres/index.js'
+import type { NewRun } from '../../../../runtime/store/store.js'
+
+const pg = await startPostgres()
+const retention = suite('the PostgreSQL store\'s retention')
+
+const newRun = (id: string, extra: Partial<NewRun> = {}): NewRun => ({ id, definitionKind: 'hook', definitionId: 'agent', correlationId: `c-${id}`, action: 'agent', agentId: 'main', request: { message: id }, ...extra })
+
+if (!pg) {
+  console.log('skipped: no PostgreSQL server binaries')
+} else {
+  retention.after(async () => { await pg.destroy() })
+
+  retention('keeps the newest keepRuns finished runs and every unfinished one, their transcripts, and the keys in their window', async () => {
+    const url = await pg.createDatabase('retention')
+    const store = await PgStore.open(url, { keepRuns: 5, keepKeysForMs: 60_000 })
+    try {
+      await store.runs.create(newRun('open-oldest'))
+      for (let i = 0; i < 12; i++) {
+        await store.runs.create(newRun(`done-${String(i).padStart(2, '0')}`, { status: 'succeeded', idempotency: { key: `k${i}`, fingerprint: 'f' }, response: { status: 202, body: { runId: `done-${i}` } } }))
+      }
+      const log = store.openLog<{ type: string; runId: string }>('isolated').log
+      await log.append({ type: 'isolated', runId: 'done-00' }, { type: 'isolated', runId: 'done-11' }, { type: 'isolated', runId: 'open-oldest' })
+      // three keys from long ago
+      await store.db.query("UPDATE hookgate_idempotency SET created_at = now() - interval '2 minutes' WHERE key IN ('k0', 'k1', 'k2')")
+
+      const pruned = await store.prune()
+      assert.equal(pruned, { runs: 7, keys: 3 })
+      const ids = (await store.db.query<{ id: string }>('SELECT id FROM hookgate_runs ORDER BY created_at')).rows.map((r) => r.id)
+      assert.equal(ids, ['open-oldest', 'done-07', 'done-08', 'done-09', 'done-10', 'done-11'], 'the newest five finished, and the unfinished one however old')
+      const transcripts = (await store.db.query<{ id: string }>("SELECT record->>'runId' AS id FROM hookgate_logs WHERE log = 'isolated' ORDER BY seq")).rows.map((r) => r.id)
+      assert.equal(transcripts, ['done-11', 'open-oldest'])
+      const keys = (await store.db.query<{ key: string }>('SELECT key FROM hookgate_idempotency ORDER BY key')).rows.map((r) => r.key)
+      assert.equal(keys, ['k10', 'k11', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9'])
+      assert.equal(await store.prune(), { runs: 0, keys: 0 }, 'a second prune finds nothing')
+    } finally {
+      await store.close()
+    }
+  })
+
+  retention.run()
+}
