@@ -103,6 +103,13 @@ CREATE TABLE hookgate_rejects (
 CREATE INDEX hookgate_rejects_last ON hookgate_rejects (last_at DESC);
 `,
   },
+  {
+    version: 2,
+    title: 'lock-out counters: an index on locked_until, for the clients locked out now that every flush reads back',
+    sql: `
+CREATE INDEX hookgate_auth_failures_locked ON hookgate_auth_failures (locked_until) WHERE locked_until IS NOT NULL;
+`,
+  },
 ]
 
 /** The newest schema version this runtime knows. */
