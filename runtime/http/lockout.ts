@@ -41,7 +41,10 @@ export class AuthLimiter implements LockoutCounters {
   private readonly urgent = new Set<string>()
   private sharing = false
   private flushSoon: (() => void) | undefined
-  /** shareAt of a client new here: with other runtimes, its first failure asks what they counted */
+  /**
+   * shareAt of a client new here: its first failure asks what the others counted (and how many
+   * runtimes there are now: one that joined since the last merge must not find this one alone)
+   */
   private newShareAt = 0
   private hosts = 1
   /** where the read-back of tracked clients goes on from at the next flush */
@@ -100,6 +103,7 @@ export class AuthLimiter implements LockoutCounters {
   attach(flushSoon?: () => void): void {
     this.sharing = true
     this.flushSoon = flushSoon
+    this.newShareAt = flushSoon ? 1 : 0
   }
 
   detach(): void {
@@ -152,7 +156,7 @@ export class AuthLimiter implements LockoutCounters {
       done: (merged, hosts, now) => {
         settle()
         this.hosts = Math.max(1, hosts)
-        this.newShareAt = this.flushSoon && this.hosts > 1 ? 1 : 0
+        this.newShareAt = this.flushSoon ? 1 : 0
         const byClient = new Map<string, MergedLockout>()
         for (const m of merged) byClient.set(m.client, m)
         for (const d of deltas) this.adopt(d.client, byClient.get(d.client), now)
