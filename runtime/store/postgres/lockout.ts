@@ -3,7 +3,8 @@
 // client's remaining failures, see AuthLimiter), one statement adds this runtime's counts to
 // hookgate_auth_failures and reads back the merged counts of the clients it tracks and of every
 // client locked out now, which the limiter takes over. A client locked out through one runtime is
-// refused by the others within one flush; a correct token on one clears the count on all.
+// refused by the others within one flush (a second, for a runtime that was idle: it tracked nobody
+// and nobody was locked out at its last look); a correct token on one clears the count on all.
 //
 // Windows and lock-outs run on the database's clock (now()), and are read back as durations: the
 // runtimes' clocks need not agree, and one clock decides when a window or a lock-out ends.
