@@ -89,6 +89,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
   let firstServing: ReturnType<typeof prepare> | undefined
   let opened: Engine | undefined
   let limiter: AuthLimiter
+  let sharedLockout: { close(): Promise<void> } | undefined
   let idempotency: IdempotencyIndex
   let store: Store | undefined
   let storeUrl: string | undefined
@@ -121,6 +122,8 @@ export async function startService(options: ServeOptions): Promise<Service> {
     const resumed = opened.resumeUnfinished()
     if (resumed > 0) info('resumed unfinished runs', { runs: resumed })
     limiter = new AuthLimiter(first.config.server.authFailures)
+    // several runtimes on one store count failures together (the limiter is never replaced, not even by a reload)
+    sharedLockout = store.shareLockout?.(limiter)
     idempotency = new IdempotencyIndex(first.config.server.idempotencyWindowMs)
     idempotency.load(opened.runs.list())
     // Before the trim: the whole history is in memory, so a task's last firing is found however old.
@@ -304,6 +307,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       await serving.pool?.close()
       const drained = await engine.drain(grace)
       if (!drained) info('grace period over; unfinished runs resume at the next start')
+      await sharedLockout?.close()
       await engine.close()
       rmSync(addressFile, { force: true })
       lock.release()

@@ -207,6 +207,53 @@ export interface RefusalRecorder {
   note(client: string, path: string, status: number, code: string, method: string, headers: IncomingHttpHeaders | undefined, body: string | undefined): void
 }
 
+// ---- the auth lock-out, shared by the runtimes on one store ----------------------------------------
+
+/** Failures past `limit` within `windowMs` lock a client address out for `lockoutMs`. */
+export interface LockoutSettings { limit: number; windowMs: number; lockoutMs: number }
+
+/**
+ * A client's failures this runtime counted since its last flush; `cleared`: a correct token came
+ * in meanwhile, so the merged count starts again from `failures` (0: no count at all).
+ */
+export interface LockoutDelta { client: string; failures: number; cleared: boolean }
+
+/**
+ * A client's count merged from every runtime. Its times are durations on the store's clock, so
+ * runtimes whose clocks disagree still agree on when a window or a lock-out ends.
+ */
+export interface MergedLockout { client: string; failures: number; windowAgeMs: number; lockedForMs: number }
+
+/** One flush of the counters, as the limiter hands it out: sent once, then `done` or `failed`. */
+export interface LockoutFlush {
+  readonly deltas: readonly LockoutDelta[]
+  /** clients this runtime tracks with nothing new to send: their merged count is read back too */
+  readonly watched: readonly string[]
+  /**
+   * The store merged the deltas. `merged`: the counts of this flush's clients that still have one
+   * (a client left out has none), and of clients locked out now; `hosts`: the runtimes sharing
+   * the counts; `now`: this runtime's clock when the answer came.
+   */
+  done(merged: readonly MergedLockout[], hosts: number, now: number): void
+  /** The store was not reached: the deltas are counted again, to go with the next flush. */
+  failed(): void
+}
+
+/** The auth limiter's side of a lock-out shared by several runtimes (AuthLimiter implements it). */
+export interface LockoutCounters {
+  readonly settings: LockoutSettings
+  /**
+   * From now on the limiter keeps what a flush sends. With `flushSoon`, it also counts shares: it
+   * calls `flushSoon` (on the request path: schedule, do not work) when a client's failures here
+   * spend this runtime's share of what the merged count has left below the limit.
+   */
+  attach(flushSoon?: () => void): void
+  /** back to counting alone */
+  detach(): void
+  /** the deltas since the last flush, at most `max` clients, and at most `max` clients to read back */
+  collect(max: number): LockoutFlush
+}
+
 // ---- what a store offers -----------------------------------------------------------------------
 
 /**
@@ -304,6 +351,11 @@ export interface Store {
   openLog<R extends object>(name: string, keep?: (records: R[]) => R[]): OpenedLog<R>
   /** the rejected-request log; `warn` hears of a write that failed (it never fails a request) */
   openRejects(warn: (error: string) => void): RefusalRecorder
+  /**
+   * Merges the auth lock-out counts of every runtime on this store, in the background: the
+   * request path only counts in memory. Absent: the store has one runtime, nothing to share.
+   */
+  shareLockout?(counters: LockoutCounters): { close(): Promise<void> }
   close(): Promise<void>
 }
 

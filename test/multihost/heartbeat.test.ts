@@ -78,9 +78,10 @@ if (!pg) {
     const acks = s.acks
     assert.is(new Set(acks.map((a) => a.runId)).size, WAKES)
     assert.equal(new Set(acks.map((a) => a.host)).size, 3, 'every runtime took wakes')
-    const ids = `'${acks.map((a) => a.runId).join("','")}'`
-    await until('every wake to be settled', async () => (await pg.sql(`SELECT count(*) FROM hookgate_runs WHERE id IN (${ids}) AND status IN ('queued', 'running')`, url) === '0' ? true : undefined), 30_000, 250)
-    assert.is(await pg.sql(`SELECT count(*) FROM hookgate_runs WHERE id IN (${ids}) AND status = 'succeeded'`, url), String(WAKES), 'every wake succeeded')
+    const ids = acks.map((a) => a.runId)
+    const count = async (status: string) => (await db!.query<{ n: string }>('SELECT count(*)::text AS n FROM hookgate_runs WHERE id = ANY($1::text[]) AND status = ANY($2::text[])', [ids, status.split(',')])).rows[0]!.n
+    await until('every wake to be settled', async () => (await count('queued,running') === '0' ? true : undefined), 30_000, 250)
+    assert.is(await count('succeeded'), String(WAKES), 'every wake succeeded')
 
     for (const agent of ['a1', 'a2']) {
       // the model's log: each turn's call came at least a turn's length after the one before

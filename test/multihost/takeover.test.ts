@@ -101,18 +101,18 @@ if (!pg) {
 
     // every acknowledged run is in the database and succeeds (what a dead host left, another finishes)
     const runIds = [...new Set(acks.map((a) => a.runId))]
-    const ids = `'${runIds.join("','")}'`
+    const count = async (where: string) => Number((await q.query<{ n: string }>(`SELECT count(*)::text AS n FROM hookgate_runs WHERE id = ANY($1::text[]) ${where}`, [runIds])).rows[0]!.n)
     const started = Date.now()
     for (;;) {
-      const open = Number(await pg.sql(`SELECT count(*) FROM hookgate_runs WHERE id IN (${ids}) AND status IN ('queued', 'running')`, url))
+      const open = await count("AND status IN ('queued', 'running')")
       if (open === 0) break
       if (Date.now() - started > 30_000) assert.unreachable(`${open} acknowledged runs still unfinished 30 s after the load\n${h.stderr().slice(-4000)}`)
       await sleep(250)
     }
-    const present = Number(await pg.sql(`SELECT count(*) FROM hookgate_runs WHERE id IN (${ids})`, url))
+    const present = await count('')
     assert.is(present, runIds.length, 'every acknowledged run is in the database')
-    const failed = await pg.sql(`SELECT string_agg(id || ' ' || status || ' ' || coalesce(row->>'error', ''), E'\\n') FROM hookgate_runs WHERE id IN (${ids}) AND status <> 'succeeded'`, url)
-    assert.is(failed, '', 'every acknowledged run succeeded')
+    const failed = await q.query<{ line: string }>("SELECT id || ' ' || status || ' ' || coalesce(row->>'error', '') AS line FROM hookgate_runs WHERE id = ANY($1::text[]) AND status <> 'succeeded'", [runIds])
+    assert.equal(failed.rows.map((r) => r.line), [], 'every acknowledged run succeeded')
     // no key has two runs, and no run was started for a key twice
     assert.is(await pg.sql("SELECT count(*) FROM (SELECT row->'idempotency'->>'key' FROM hookgate_runs WHERE action = 'agent' GROUP BY 1 HAVING count(*) > 1) d", url), '0')
     assert.is(Number(await pg.sql("SELECT count(*) FROM hookgate_runs WHERE action = 'agent'", url)), byKey.size, 'one run per key the callers were told of, and no other')

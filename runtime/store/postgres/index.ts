@@ -11,10 +11,11 @@
 // - a run's Idempotency-Key and a task slot's run id are unique across all of them (runs.ts).
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import type { OpenedLog, RefusalRecorder, Store, TakeoverListener } from '../store.js'
+import type { LockoutCounters, OpenedLog, RefusalRecorder, Store, TakeoverListener } from '../store.js'
 import { openPool } from './client.js'
 import type { Db } from './db.js'
 import { PgHistory } from './history.js'
+import { LockoutSharing } from './lockout.js'
 import { PgRecordLog } from './logs.js'
 import { migrate } from './migrate.js'
 import { PgRejects, REJECTS_LOG } from './rejects.js'
@@ -184,6 +185,12 @@ export class PgStore implements Store {
   openRejects(warn: (error: string) => void): RefusalRecorder {
     this.rejects ??= new PgRejects(this.db, { warn })
     return this.rejects
+  }
+
+  shareLockout(counters: LockoutCounters): { close(): Promise<void> } {
+    const sharing = new LockoutSharing(this.db, counters, { ...(this.options.warn ? { warn: this.options.warn } : {}) })
+    this.logs.add(sharing)
+    return sharing
   }
 
   /** The history, read through this store's pool. */

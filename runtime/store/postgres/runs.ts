@@ -217,6 +217,15 @@ export class PgRunLog implements RunLog {
     return out
   }
 
+  /** The queued wakes of `agentIds` this runtime holds (queued for a turn, or being settled). */
+  queuedWakes(agentIds: readonly string[]): string[] {
+    const out: string[] = []
+    for (const row of this.rows.values()) {
+      if (row.action === 'wake' && row.status === 'queued' && row.agentId !== undefined && agentIds.includes(row.agentId)) out.push(row.id)
+    }
+    return out
+  }
+
   /**
    * Forgets a run this runtime accepted for another to run (a wake whose session another runtime
    * owns): that runtime claims it from the database, and nothing here writes it again.

@@ -133,6 +133,16 @@ CREATE INDEX hookgate_runs_queued_wakes ON hookgate_runs (agent_id) WHERE action
 
 -- A run taken over needs its transcript records (a reply already asked for is not asked again).
 CREATE INDEX hookgate_logs_isolated_run ON hookgate_logs ((record->>'runId')) WHERE log = 'isolated';
+
+-- The rejected-request log is a record log (hookgate_logs, log 'rejects'): this table was never written.
+DROP TABLE hookgate_rejects;
+`,
+  },
+  {
+    version: 3,
+    title: 'lock-out counters: an index on locked_until, for the clients locked out now that every flush reads back',
+    sql: `
+CREATE INDEX hookgate_auth_failures_locked ON hookgate_auth_failures (locked_until) WHERE locked_until IS NOT NULL;
 `,
   },
 ]

@@ -30,6 +30,12 @@ export class PgSessions implements SessionOwnership {
   private handler: SessionHandler<object> | undefined
   /** the sessions this runtime owns: agent → fence, and until when the lease holds by this clock */
   private readonly owned = new Map<string, { fence: number; until: number }>()
+  /**
+   * Sessions just gained: their next pull takes this runtime's own queued wakes as well. A wake
+   * accepted here while the gain was under way (after its claim, before the session counted as
+   * owned) was left in the table for the owner, and the owner is now this runtime.
+   */
+  private readonly fresh = new Set<string>()
   private readonly inbox: PgWriter
   private readonly inboxLane: Lane<Inboxed> = {
     commit: async (q, batch) => {
@@ -166,8 +172,10 @@ export class PgSessions implements SessionOwnership {
       return { records: read.rows.map((x) => x.record), wakes: await claimWakes(q, this.hostId, [agentId], true) }
     })
     this.owned.set(agentId, { fence, until })
+    this.fresh.add(agentId)
     this.runs.adopt(wakes)
     this.handler?.gained(agentId, records, wakes.map((w) => w.row))
+    this.tick(this.pullStep)
   }
 
   /** What other runtimes queued for the sessions owned here: inbox events, then wakes. */
@@ -175,10 +183,15 @@ export class PgSessions implements SessionOwnership {
     const agents = [...this.owned.keys()].filter((a) => this.owns(a))
     if (agents.length === 0) return
     const logs = new Map(agents.map((a) => [sessionLogName(a), a]))
+    const fresh = agents.filter((a) => this.fresh.has(a))
     const { moved, wakes } = await this.db.transaction(async (q) => ({
       moved: await moveInbox(q, [...logs.keys()]),
-      wakes: await claimWakes(q, this.hostId, agents),
+      wakes: [
+        ...await claimWakes(q, this.hostId, agents.filter((a) => !this.fresh.has(a))),
+        ...await claimWakes(q, this.hostId, fresh, true, this.runs.queuedWakes(fresh)),
+      ],
     }))
+    for (const a of fresh) this.fresh.delete(a)
     if (moved.length === 0 && wakes.length === 0) return
     this.runs.adopt(wakes)
     for (const agentId of agents) {
@@ -193,6 +206,7 @@ export class PgSessions implements SessionOwnership {
 
   private lose(agentId: string): void {
     this.owned.delete(agentId)
+    this.fresh.delete(agentId)
     this.handler?.lost(agentId)
   }
 }

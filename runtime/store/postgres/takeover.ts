@@ -24,18 +24,31 @@ export function runFromDb(r: { row: Omit<RunRow, 'request' | 'received'>; reques
  * the claimed workflows' finished steps, and the transcript records of the claimed runs.
  */
 export async function claimOrphans(q: Queryable, hostId: string, limit: number): Promise<{ claimed: Claimed[]; related: RunRow[]; isolated: object[] }> {
+  // The claim names the owner and fence each root was selected with: a root another runtime claimed
+  // between this statement's snapshot and its lock has a new fence by then, and is left alone.
+  // (The re-check PostgreSQL makes of a row updated meanwhile does not re-run the NOT EXISTS
+  // above it, so without this both runtimes claimed the same rows, one after the other.) A
+  // workflow's steps are claimed with their root, only when the root was.
   const r = await q.query<DbRun>(
     `WITH roots AS (
-       SELECT id FROM hookgate_runs r
+       SELECT id, owner, fence FROM hookgate_runs r
        WHERE status IN ('queued', 'running') AND action <> 'wake' AND owner <> $1
          AND NOT EXISTS (SELECT 1 FROM hookgate_hosts h WHERE h.id = r.owner AND h.expires_at > now())
          AND (parent_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM hookgate_runs p WHERE p.id = r.parent_run_id AND p.status IN ('queued', 'running')))
        ORDER BY created_at
        LIMIT $2
-       FOR UPDATE SKIP LOCKED)
-     UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
-     WHERE (r.id IN (SELECT id FROM roots) OR r.parent_run_id IN (SELECT id FROM roots)) AND r.status IN ('queued', 'running')
-     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, limit])
+       FOR UPDATE SKIP LOCKED),
+     claimed AS (
+       UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
+       FROM roots WHERE r.id = roots.id AND r.owner = roots.owner AND r.fence = roots.fence
+       RETURNING r.id, r.fence, r.row, r.request, roots.owner AS was),
+     steps AS (
+       UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
+       FROM claimed WHERE r.parent_run_id = claimed.id AND r.owner = claimed.was AND r.status IN ('queued', 'running')
+       RETURNING r.id, r.fence, r.row, r.request)
+     SELECT id, fence::text AS fence, row, request FROM claimed
+     UNION ALL
+     SELECT id, fence::text AS fence, row, request FROM steps`, [hostId, limit])
   if (r.rows.length === 0) return { claimed: [], related: [], isolated: [] }
   const claimed = r.rows.map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
   const ids = claimed.map((c) => c.row.id)
@@ -50,14 +63,15 @@ export async function claimOrphans(q: Queryable, hostId: string, limit: number):
 
 /**
  * Claims the queued wakes of `agentIds` that another runtime holds, oldest first; with `own`, this
- * runtime's as well (when it has just gained a session, wakes it accepted while another owned it).
+ * runtime's as well (when it has just gained a session, wakes it accepted while another owned it),
+ * but not those in `except` (the ones it holds already).
  */
-export async function claimWakes(q: Queryable, hostId: string, agentIds: readonly string[], own = false): Promise<Claimed[]> {
+export async function claimWakes(q: Queryable, hostId: string, agentIds: readonly string[], own = false, except: readonly string[] = []): Promise<Claimed[]> {
   if (agentIds.length === 0) return []
   const r = await q.query<DbRun>(
     `UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
-     WHERE r.action = 'wake' AND r.status = 'queued' AND r.agent_id = ANY($2::text[]) AND ($3 OR r.owner <> $1)
-     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, agentIds, own])
+     WHERE r.action = 'wake' AND r.status = 'queued' AND r.agent_id = ANY($2::text[]) AND ($3 OR r.owner <> $1) AND NOT (r.id = ANY($4::text[]))
+     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, agentIds, own, except])
   return r.rows
     .sort((a, b) => (a.row.createdAt < b.row.createdAt ? -1 : a.row.createdAt > b.row.createdAt ? 1 : 0))
     .map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))

@@ -102,6 +102,8 @@ if (!pg) {
     }
     await Promise.all([sweep(db, 0), sweep(second, 1)])
     const all = [...claimed[0]!, ...claimed[1]!].sort()
+    const twice = all.filter((id, i) => all.indexOf(id) !== i)
+    assert.equal(twice, [], `claimed by both: ${JSON.stringify(claimed)}`)
     assert.is(all.length, 60)
     assert.is(new Set(all).size, 60, 'no run claimed twice')
   })
