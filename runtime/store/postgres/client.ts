@@ -63,6 +63,11 @@ export async function openPool(url: string, options: PoolOptions = {}): Promise<
         client.release(broken !== undefined && isConnectionError(broken) ? broken : undefined)
       }
     },
+    async script(text: string): Promise<QueryResult<Record<string, unknown>>[]> {
+      // no parameters: the simple protocol, which takes several statements and runs them as one transaction
+      const r = await pool.query(text) as unknown as PgResult | PgResult[]
+      return (Array.isArray(r) ? r : [r]).map((x) => result<Record<string, unknown>>(x))
+    },
     close: () => pool.end(),
   }
 }

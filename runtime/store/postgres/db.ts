@@ -10,6 +10,11 @@ export interface Queryable {
 
 export interface Db extends Queryable {
   /**
+   * Runs several statements, their values written into the text (see `literal`), in one round
+   * trip: PostgreSQL runs a multi-statement simple query as one transaction. One result per statement.
+   */
+  script(text: string): Promise<QueryResult<Record<string, unknown>>[]>
+  /**
    * Runs `fn` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it
    * throws (or always, with `rollback`, for a dry run). Resolves once the commit is durable.
    */
@@ -26,4 +31,19 @@ export function isUnavailable(err: unknown): boolean {
   return ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOENT', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code)
     || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03'
     || /Connection terminated|connection ended|not queryable|Client has encountered a connection error/i.test(e?.message ?? '')
+}
+
+/**
+ * `text` as a dollar-quoted SQL literal, with a tag that does not occur in it: no escaping to get
+ * wrong, whatever the text holds (quotes, backslashes, dollars).
+ */
+export function literal(text: string): string {
+  let tag = 'hg'
+  while (text.includes(`$${tag}$`)) tag = `hg${Math.random().toString(36).slice(2, 10)}`
+  return `$${tag}$${text}$${tag}$`
+}
+
+/** A value as a jsonb literal (JSON.stringify, dollar-quoted, cast). */
+export function jsonLiteral(value: unknown): string {
+  return `${literal(JSON.stringify(value))}::jsonb`
 }

@@ -3,14 +3,15 @@
 // database is out of reach they wait for it (a turn's record is not dropped because it restarted).
 import type { RecordLog, StoreHealth } from '../store.js'
 import { RunStoreError } from '../store.js'
-import type { Db, Queryable } from './db.js'
+import { jsonLiteral, literal, type Db, type Queryable } from './db.js'
 import { PgWriter, type Lane } from './group-commit.js'
 
 export class PgRecordLog<R extends object> implements RecordLog<R> {
   private readonly writes: PgWriter
   /** every append waits out an outage: a turn's record is not dropped because the database restarted */
   private readonly lane: Lane<readonly R[]> = {
-    commit: async (q, batch) => { await insertRecords(q, this.name, batch.flat()); return new Map() },
+    statements: (batch) => [insertStatement(this.name, batch.flat())],
+    outcome: () => new Map(),
     retry: () => true,
   }
   private closed = false
@@ -42,11 +43,8 @@ export class PgRecordLog<R extends object> implements RecordLog<R> {
   }
 }
 
-/** The records appended in their order: one statement, the sequence taken in the array's order. */
-async function insertRecords(q: Queryable, name: string, records: readonly unknown[]): Promise<void> {
-  if (records.length === 0) return
-  await q.query(
-    `INSERT INTO hookgate_logs (log, record)
-     SELECT $1, e.value FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, n) ORDER BY e.n`,
-    [name, JSON.stringify(records)])
+/** The statement appending `records` to `name` in their order (its values in the text, for a batch). */
+function insertStatement(name: string, records: readonly unknown[]): string {
+  return `INSERT INTO hookgate_logs (log, record)
+     SELECT ${literal(name)}, e.value FROM jsonb_array_elements(${jsonLiteral(records)}) WITH ORDINALITY AS e(value, n) ORDER BY e.n`
 }

@@ -19,7 +19,7 @@ import {
   type NewRun, type RunChangeListener, type RunLog, type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
 } from '../store.js'
 import { RunWatchers, afterWritesOf, trackWrite } from '../watchers.js'
-import type { Db, Queryable } from './db.js'
+import { jsonLiteral, literal, type Db, type QueryResult } from './db.js'
 import { PgWriter, type Lane } from './group-commit.js'
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
@@ -49,10 +49,11 @@ export class PgRunLog implements RunLog {
   private readonly watchers = new RunWatchers()
   /** new runs are refused while the database is out of reach; status changes wait for it */
   private readonly lane: Lane<Write> = {
-    commit: (q, batch) => this.commit(q, batch),
+    statements: (batch) => this.statements(batch),
+    outcome: (batch, results) => this.outcome(batch, results),
     retry: (w) => w.kind === 'update',
     inDoubt: (w) => { if (w.kind === 'insert') this.inDoubt.add(w.row.id) },
-    before: (q) => this.releaseInDoubt(q),
+    before: () => this.releaseInDoubt(),
   }
   /**
    * New runs whose commit may have landed although the caller was told it did not (the database
@@ -68,7 +69,7 @@ export class PgRunLog implements RunLog {
   private readonly isoNow: () => string
 
   /** `writer`: the store's group commit, shared with its other writes (its own when not given) */
-  constructor(db: Db, private readonly options: PgRunLogOptions, writer?: PgWriter) {
+  constructor(private readonly db: Db, private readonly options: PgRunLogOptions, writer?: PgWriter) {
     this.writes = writer ?? new PgWriter(db)
     this.isoNow = options.now ? () => options.now!().toISOString() : isoNow
   }
@@ -273,81 +274,97 @@ export class PgRunLog implements RunLog {
     return next
   }
 
-  private async releaseInDoubt(q: Queryable): Promise<(() => void) | undefined> {
+  private releaseInDoubt(): { sql: string; then(): void } | undefined {
     if (this.inDoubt.size === 0) return undefined
     const ids = [...this.inDoubt]
-    await q.query("UPDATE hookgate_runs SET owner = '' WHERE id = ANY($1::text[]) AND owner = $2 AND fence = 1", [ids, this.options.hostId])
-    return () => { for (const id of ids) this.inDoubt.delete(id) }
-  }
-
-  /** A batch's keys, new rows and status changes, in its transaction; returns the writes refused, and why. */
-  private async commit(q: Queryable, batch: readonly Write[]): Promise<Map<Write, Error>> {
-    const inserts = batch.filter((w): w is Extract<Write, { kind: 'insert' }> => w.kind === 'insert')
-    const updates = batch.filter((w): w is Extract<Write, { kind: 'update' }> => w.kind === 'update')
-    const outcome = new Map<Write, Error>()
-    {
-      const lostKey = await this.insertKeys(q, inserts)
-      const accepted = inserts.filter((w) => !lostKey.has(w))
-      for (const [w, holder] of lostKey) outcome.set(w, new RunStoreError('duplicate_key', `the Idempotency-Key of run ${w.row.id} already started another run`, holder))
-      const inserted = await this.insertRows(q, accepted)
-      for (const w of accepted) if (!inserted.has(w.row.id)) outcome.set(w, new RunStoreError('duplicate_run', `a run with id ${w.row.id} already exists`))
-      const changed = await this.updateRows(q, updates)
-      for (const w of updates) if (!changed.has(w.row.id)) outcome.set(w, new RunStoreError('fenced_out', `run ${w.row.id} is no longer this runtime's: another took it over`))
+    return {
+      sql: `UPDATE hookgate_runs SET owner = '' WHERE id IN (SELECT jsonb_array_elements_text(${jsonLiteral(ids)})) AND owner = ${literal(this.options.hostId)} AND fence = 1`,
+      then: () => { for (const id of ids) this.inDoubt.delete(id) },
     }
-    return outcome
   }
 
   /**
-   * The keys of new rows that carry one; returns the writes whose key another (unexpired) run
-   * holds, each with that run's fingerprint and answer (a replay, or a 409 for another body).
+   * A batch's statements: new rows with their keys in one (the keys first, `ON CONFLICT … DO UPDATE
+   * … WHERE` the old one expired; a row only where its key was won or it has none; the ids of the
+   * keys won and of the rows written come back), and the status changes in another, each naming
+   * its fence.
    */
-  private async insertKeys(q: Queryable, inserts: Extract<Write, { kind: 'insert' }>[]): Promise<Map<Write, NonNullable<RunStoreError['holder']>>> {
-    const keyed = inserts.filter((w) => w.row.idempotency && w.row.response)
-    if (keyed.length === 0) return new Map()
-    const records = keyed.map((w) => ({ key: w.row.idempotency!.key, fingerprint: w.row.idempotency!.fingerprint, run_id: w.row.id, response: w.row.response, created_at: w.row.createdAt }))
-    const cutoff = new Date(Date.now() - (this.options.keepKeysForMs ?? 86_400_000)).toISOString()
-    const won = await q.query<{ run_id: string }>(
-      `INSERT INTO hookgate_idempotency (key, fingerprint, run_id, response, created_at)
-       SELECT key, fingerprint, run_id, response, created_at FROM jsonb_to_recordset($1::jsonb) AS t(key text, fingerprint text, run_id text, response jsonb, created_at timestamptz)
-       ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, run_id = excluded.run_id, response = excluded.response, created_at = excluded.created_at
-       WHERE hookgate_idempotency.created_at < $2
-       RETURNING run_id`, [JSON.stringify(records), cutoff])
-    const winners = new Set(won.rows.map((r) => r.run_id))
-    const lost = keyed.filter((w) => !winners.has(w.row.id))
-    const out = new Map<Write, NonNullable<RunStoreError['holder']>>()
-    if (lost.length === 0) return out
-    const held = await q.query<{ key: string; fingerprint: string; response: { status: number; body: Record<string, unknown> } }>(
-      'SELECT key, fingerprint, response FROM hookgate_idempotency WHERE key = ANY($1::text[])', [lost.map((w) => w.row.idempotency!.key)])
-    const byKey = new Map(held.rows.map((r) => [r.key, { fingerprint: r.fingerprint, response: r.response }]))
-    for (const w of lost) out.set(w, byKey.get(w.row.idempotency!.key) ?? { fingerprint: '', response: { status: 409, body: {} } })
+  private statements(batch: readonly Write[]): string[] {
+    const out: string[] = []
+    const inserts: RunRow[] = []
+    const updates: Array<{ row: RunRow; fence: number }> = []
+    for (const w of batch) {
+      if (w.kind === 'insert') inserts.push(w.row)
+      else updates.push(w)
+    }
+    if (inserts.length > 0) {
+      const host = this.options.hostId
+      const records = inserts.map((row) => ({
+        ...columnsOf(row, host, 1),
+        ...(row.idempotency && row.response ? { key: row.idempotency.key, fingerprint: row.idempotency.fingerprint, response: row.response } : {}),
+      }))
+      const cutoff = new Date(Date.now() - (this.options.keepKeysForMs ?? 86_400_000)).toISOString()
+      out.push(`WITH t AS (
+         SELECT * FROM jsonb_to_recordset(${jsonLiteral(records)}) AS t(id text, status text, action text, definition_kind text, definition_id text, correlation_id text, agent_id text, parent_run_id text,
+           created_at timestamptz, updated_at timestamptz, owner text, fence bigint, row jsonb, request jsonb, received jsonb, key text, fingerprint text, response jsonb)),
+       k AS (
+         INSERT INTO hookgate_idempotency (key, fingerprint, run_id, response, created_at)
+         SELECT key, fingerprint, id, response, created_at FROM t WHERE key IS NOT NULL
+         ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, run_id = excluded.run_id, response = excluded.response, created_at = excluded.created_at
+         WHERE hookgate_idempotency.created_at < ${literal(cutoff)}::timestamptz
+         RETURNING run_id),
+       i AS (
+         INSERT INTO hookgate_runs (id, status, action, definition_kind, definition_id, correlation_id, agent_id, parent_run_id, created_at, updated_at, owner, fence, row, request, received)
+         SELECT id, status, action, definition_kind, definition_id, correlation_id, agent_id, parent_run_id, created_at, updated_at, owner, fence, row, request, received
+         FROM t WHERE key IS NULL OR id IN (SELECT run_id FROM k)
+         ON CONFLICT (id) DO NOTHING
+         RETURNING id)
+       SELECT 'key' AS kind, run_id AS id FROM k UNION ALL SELECT 'row', id FROM i`)
+    }
+    if (updates.length > 0) {
+      const records = updates.map((w) => {
+        const c = columnsOf(w.row, this.options.hostId, w.fence)
+        return { id: c.id, status: c.status, updated_at: c.updated_at, fence: c.fence, row: c.row }
+      })
+      out.push(`UPDATE hookgate_runs AS r SET status = t.status, updated_at = t.updated_at, row = t.row
+       FROM jsonb_to_recordset(${jsonLiteral(records)}) AS t(id text, status text, updated_at timestamptz, fence bigint, row jsonb)
+       WHERE r.id = t.id AND r.owner = ${literal(this.options.hostId)} AND r.fence = t.fence
+       RETURNING r.id`)
+    }
     return out
   }
 
-  private async insertRows(q: Queryable, inserts: Extract<Write, { kind: 'insert' }>[]): Promise<Set<string>> {
-    if (inserts.length === 0) return new Set()
-    const records = inserts.map((w) => columnsOf(w.row, this.options.hostId, 1))
-    const r = await q.query<{ id: string }>(
-      `INSERT INTO hookgate_runs (id, status, action, definition_kind, definition_id, correlation_id, agent_id, parent_run_id, created_at, updated_at, owner, fence, row, request, received)
-       SELECT id, status, action, definition_kind, definition_id, correlation_id, agent_id, parent_run_id, created_at, updated_at, owner, fence, row, request, received
-       FROM jsonb_to_recordset($1::jsonb) AS t(id text, status text, action text, definition_kind text, definition_id text, correlation_id text, agent_id text, parent_run_id text,
-         created_at timestamptz, updated_at timestamptz, owner text, fence bigint, row jsonb, request jsonb, received jsonb)
-       ON CONFLICT (id) DO NOTHING
-       RETURNING id`, [JSON.stringify(records)])
-    return new Set(r.rows.map((x) => x.id))
-  }
-
-  private async updateRows(q: Queryable, updates: Extract<Write, { kind: 'update' }>[]): Promise<Set<string>> {
-    if (updates.length === 0) return new Set()
-    const records = updates.map((w) => {
-      const c = columnsOf(w.row, this.options.hostId, w.fence)
-      return { id: c.id, status: c.status, updated_at: c.updated_at, fence: c.fence, row: c.row }
-    })
-    const r = await q.query<{ id: string }>(
-      `UPDATE hookgate_runs AS r SET status = t.status, updated_at = t.updated_at, row = t.row
-       FROM jsonb_to_recordset($1::jsonb) AS t(id text, status text, updated_at timestamptz, fence bigint, row jsonb)
-       WHERE r.id = t.id AND r.owner = $2 AND r.fence = t.fence
-       RETURNING r.id`, [JSON.stringify(records), this.options.hostId])
-    return new Set(r.rows.map((x) => x.id))
+  /**
+   * Which writes were refused: a key another (unexpired) run holds, with that run's fingerprint
+   * and answer (a replay, or a 409 for another body); a run id taken; a fence lost.
+   */
+  private async outcome(batch: readonly Write[], results: readonly QueryResult<Record<string, unknown>>[]): Promise<Map<Write, Error>> {
+    const out = new Map<Write, Error>()
+    const hasInserts = batch.some((w) => w.kind === 'insert')
+    const keysWon = new Set<string>()
+    const written = new Set<string>()
+    if (hasInserts) {
+      for (const r of results[0]!.rows as Array<{ kind: string; id: string }>) (r.kind === 'key' ? keysWon : written).add(r.id)
+    }
+    const changed = new Set((results[hasInserts ? 1 : 0]?.rows ?? []).map((r) => r.id as string))
+    const lost: Extract<Write, { kind: 'insert' }>[] = []
+    for (const w of batch) {
+      if (w.kind === 'update') {
+        if (!changed.has(w.row.id)) out.set(w, new RunStoreError('fenced_out', `run ${w.row.id} is no longer this runtime's: another took it over`))
+      } else if (w.row.idempotency && w.row.response && !keysWon.has(w.row.id)) {
+        lost.push(w)
+      } else if (!written.has(w.row.id)) {
+        out.set(w, new RunStoreError('duplicate_run', `a run with id ${w.row.id} already exists`))
+      }
+    }
+    if (lost.length > 0) {
+      // the holders are committed (a concurrent one was waited for): read after this batch's commit
+      const held = await this.db.query<{ key: string; fingerprint: string; response: { status: number; body: Record<string, unknown> } }>(
+        'SELECT key, fingerprint, response FROM hookgate_idempotency WHERE key = ANY($1::text[])', [lost.map((w) => w.row.idempotency!.key)])
+      const byKey = new Map(held.rows.map((r) => [r.key, { fingerprint: r.fingerprint, response: r.response }]))
+      for (const w of lost) out.set(w, new RunStoreError('duplicate_key', `the Idempotency-Key of run ${w.row.id} already started another run`, byKey.get(w.row.idempotency!.key) ?? { fingerprint: '', response: { status: 409, body: {} } }))
+    }
+    return out
   }
 
   // ---- memory -------------------------------------------------------------------------------------

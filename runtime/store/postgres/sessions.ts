@@ -9,7 +9,7 @@
 // No session-level advisory lock and no LISTEN: both break behind pgbouncer in transaction mode.
 // Polling bounds the delay of an event queued on another runtime to about POLL_MS.
 import { RunStoreError, type SessionHandler, type SessionOwnership, type StoreHealth } from '../store.js'
-import { isUnavailable, type Db } from './db.js'
+import { isUnavailable, jsonLiteral, type Db } from './db.js'
 import { PgWriter, type Lane } from './group-commit.js'
 import type { PgRunLog } from './runs.js'
 import { claimWakes } from './takeover.js'
@@ -38,13 +38,10 @@ export class PgSessions implements SessionOwnership {
   private readonly fresh = new Set<string>()
   private readonly inbox: PgWriter
   private readonly inboxLane: Lane<Inboxed> = {
-    commit: async (q, batch) => {
-      await q.query(
-        `INSERT INTO hookgate_session_inbox (log, id, record, now)
-         SELECT log, id, record, now FROM jsonb_to_recordset($1::jsonb) AS t(log text, id text, record jsonb, now boolean)
-         ON CONFLICT (log, id) DO NOTHING`, [JSON.stringify(batch)])
-      return new Map()
-    },
+    statements: (batch) => [`INSERT INTO hookgate_session_inbox (log, id, record, now)
+       SELECT log, id, record, now FROM jsonb_to_recordset(${jsonLiteral(batch)}) AS t(log text, id text, record jsonb, now boolean)
+       ON CONFLICT (log, id) DO NOTHING`],
+    outcome: () => new Map(),
     retry: () => true,
   }
   private readonly leaseTimer: NodeJS.Timeout

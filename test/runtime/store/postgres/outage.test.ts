@@ -58,8 +58,9 @@ if (!pg) {
     let lose = true
     const lossy: Db = {
       query: (text, params) => db.query(text, params),
-      async transaction(fn, options) {
-        const value = await db.transaction(fn, options)
+      transaction: (fn, options) => db.transaction(fn, options),
+      async script(text) {
+        const value = await db.script(text)
         if (lose) { lose = false; throw new Error('Connection terminated unexpectedly') }
         return value
       },

@@ -26,6 +26,10 @@ function counting(db: Db): Db & { commits: number } {
       counted.commits++
       return db.transaction(fn, options)
     },
+    script(text: string) {
+      counted.commits++
+      return db.script(text)
+    },
     close: () => db.close(),
   }
   return counted
