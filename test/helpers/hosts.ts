@@ -258,3 +258,20 @@ export class Sender {
 function isDefinite(status: number): boolean {
   return (status >= 200 && status < 300) || (status >= 400 && status < 500 && status !== 408 && status !== 429)
 }
+
+/**
+ * A scenario's hooks.yaml: the hook token, server.store with the scenario's short lease and sweep
+ * (the URL from $HOOKGATE_STORE_URL, which the hosts' --store overrides), the fake model provider
+ * at `fakeUrl` when given (model `fake/gpt-test`), and `agents` (YAML list items, indented two).
+ */
+export function scenarioYaml(options: { hostTtlSeconds: number; sweepSeconds: number; server?: string; fakeUrl?: string; agents: string }): string {
+  return `
+hooks:
+  enabled: true
+  token: "\${HOOKGATE_TEST_TOKEN}"
+server:${options.server ? `\n  ${options.server}` : ''}
+  store: { url: "\${HOOKGATE_STORE_URL}", hostTtlSeconds: ${options.hostTtlSeconds}, sweepSeconds: ${options.sweepSeconds} }
+${options.fakeUrl ? `providers:\n  - { id: fake, type: openai, baseUrl: "${options.fakeUrl}", apiKey: "\${FAKE_OPENAI_KEY}", timeoutSeconds: 20, maxRetries: 0 }\n` : ''}agents:
+${options.agents}
+`
+}

@@ -9,7 +9,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI, type FakeApi } from '../fakes/openai.js'
 import { sleep } from '../helpers/async.js'
-import { startHosts, Sender, type Hosts } from '../helpers/hosts.js'
+import { scenarioYaml, startHosts, Sender, type Hosts } from '../helpers/hosts.js'
 import { startPostgres } from '../helpers/pg.js'
 import { post, setTestToken, until } from '../runtime/http/harness.js'
 import { testPool } from '../runtime/store/postgres/fixture.js'
@@ -22,18 +22,10 @@ const HOST_TTL_MS = 2000
 const pg = await startPostgres()
 const heartbeat = suite('one heartbeat turn per agent across runtimes')
 
-const config = (fake: FakeApi) => `
-hooks:
-  enabled: true
-  token: "\${HOOKGATE_TEST_TOKEN}"
-server:
-  store: { url: "\${HOOKGATE_STORE_URL}", hostTtlSeconds: ${HOST_TTL_MS / 1000}, sweepSeconds: 0.5 }
-providers:
-  - { id: fake, type: openai, baseUrl: "${fake.url}", apiKey: "\${FAKE_OPENAI_KEY}", timeoutSeconds: 20, maxRetries: 0 }
-agents:
-  - { id: a1, default: true, model: fake/gpt-test, heartbeat: { every: "off" } }
-  - { id: a2, model: fake/gpt-test, heartbeat: { every: "off" } }
-`
+const config = (fake: FakeApi) => scenarioYaml({
+  hostTtlSeconds: HOST_TTL_MS / 1000, sweepSeconds: 0.5, fakeUrl: fake.url,
+  agents: '  - { id: a1, default: true, model: fake/gpt-test, heartbeat: { every: "off" } }\n  - { id: a2, model: fake/gpt-test, heartbeat: { every: "off" } }',
+})
 
 /** The heartbeat calls the fake model received for `agent`, in order of arrival. */
 function turnsOf(fake: FakeApi, agent: string): Array<{ at: number; text: string }> {

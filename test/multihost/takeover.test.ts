@@ -9,7 +9,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI, type FakeApi } from '../fakes/openai.js'
 import { sleep } from '../helpers/async.js'
-import { startHosts, Sender, type Host, type Hosts } from '../helpers/hosts.js'
+import { scenarioYaml, startHosts, Sender, type Host, type Hosts } from '../helpers/hosts.js'
 import { startPostgres } from '../helpers/pg.js'
 import { setTestToken } from '../runtime/http/harness.js'
 import { testPool } from '../runtime/store/postgres/fixture.js'
@@ -24,18 +24,10 @@ const SLACK_MS = 1500
 const pg = await startPostgres()
 const kills = suite('runtimes killed under load')
 
-const config = (fake: FakeApi) => `
-hooks:
-  enabled: true
-  token: "\${HOOKGATE_TEST_TOKEN}"
-server:
-  concurrency: 32
-  store: { url: "\${HOOKGATE_STORE_URL}", hostTtlSeconds: ${HOST_TTL_MS / 1000}, sweepSeconds: ${SWEEP_MS / 1000} }
-providers:
-  - { id: fake, type: openai, baseUrl: "${fake.url}", apiKey: "\${FAKE_OPENAI_KEY}", timeoutSeconds: 10, maxRetries: 0 }
-agents:
-  - { id: main, default: true, model: fake/gpt-test, heartbeat: { every: "off" } }
-`
+const config = (fake: FakeApi) => scenarioYaml({
+  hostTtlSeconds: HOST_TTL_MS / 1000, sweepSeconds: SWEEP_MS / 1000, server: 'concurrency: 32', fakeUrl: fake.url,
+  agents: '  - { id: main, default: true, model: fake/gpt-test, heartbeat: { every: "off" } }',
+})
 
 if (!pg) {
   console.log('skipped: no PostgreSQL server binaries')

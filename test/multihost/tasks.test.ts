@@ -6,7 +6,7 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { sleep } from '../helpers/async.js'
-import { startHosts, type Hosts } from '../helpers/hosts.js'
+import { scenarioYaml, startHosts, type Hosts } from '../helpers/hosts.js'
 import { startPostgres } from '../helpers/pg.js'
 import { setTestToken, until } from '../runtime/http/harness.js'
 
@@ -14,23 +14,10 @@ setTestToken()
 const pg = await startPostgres()
 const tasks = suite('a task slot fires once across runtimes')
 
-const CONFIG = `
-hooks:
-  enabled: true
-  token: "\${HOOKGATE_TEST_TOKEN}"
-server:
-  store: { url: "\${HOOKGATE_STORE_URL}", hostTtlSeconds: 2, sweepSeconds: 0.5 }
-agents:
-  - id: main
-    default: true
-    model: builtin/echo
-    heartbeat: { every: "off" }
-    tasks:
-      - name: tick
-        every: 1s
-        target: agent
-        prompt: tick
-`
+const CONFIG = scenarioYaml({
+  hostTtlSeconds: 2, sweepSeconds: 0.5,
+  agents: '  - id: main\n    default: true\n    model: builtin/echo\n    heartbeat: { every: "off" }\n    tasks:\n      - { name: tick, every: 1s, target: agent, prompt: tick }',
+})
 
 if (!pg) {
   console.log('skipped: no PostgreSQL server binaries')
