@@ -303,6 +303,17 @@ export class PgRunLog implements RunLog {
         ...columnsOf(row, host, 1),
         ...(row.idempotency && row.response ? { key: row.idempotency.key, fingerprint: row.idempotency.fingerprint, response: row.response } : {}),
       }))
+      if (!records.some((r) => 'key' in r)) {
+        // No Idempotency-Key in the batch (the common case): the plain insert, without the CTEs, which
+        // cost the database about 0.2 ms more per batch to plan and run.
+        out.push(`INSERT INTO hookgate_runs (id, status, action, definition_kind, definition_id, correlation_id, agent_id, parent_run_id, created_at, updated_at, owner, fence, row, request, received)
+         SELECT id, status, action, definition_kind, definition_id, correlation_id, agent_id, parent_run_id, created_at, updated_at, owner, fence, row, request, received
+         FROM jsonb_to_recordset(${jsonLiteral(records)}) AS t(id text, status text, action text, definition_kind text, definition_id text, correlation_id text, agent_id text, parent_run_id text,
+           created_at timestamptz, updated_at timestamptz, owner text, fence bigint, row jsonb, request jsonb, received jsonb)
+         ON CONFLICT (id) DO NOTHING
+         RETURNING 'row' AS kind, id`)
+        return this.updateStatement(updates, out)
+      }
       const cutoff = new Date(Date.now() - (this.options.keepKeysForMs ?? 86_400_000)).toISOString()
       out.push(`WITH t AS (
          SELECT * FROM jsonb_to_recordset(${jsonLiteral(records)}) AS t(id text, status text, action text, definition_kind text, definition_id text, correlation_id text, agent_id text, parent_run_id text,
@@ -321,6 +332,11 @@ export class PgRunLog implements RunLog {
          RETURNING id)
        SELECT 'key' AS kind, run_id AS id FROM k UNION ALL SELECT 'row', id FROM i`)
     }
+    return this.updateStatement(updates, out)
+  }
+
+  /** `out` with the statement for the status changes, each naming its fence, when there are any. */
+  private updateStatement(updates: ReadonlyArray<{ row: RunRow; fence: number }>, out: string[]): string[] {
     if (updates.length > 0) {
       const records = updates.map((w) => {
         const c = columnsOf(w.row, this.options.hostId, w.fence)

@@ -136,6 +136,10 @@ CREATE INDEX hookgate_logs_isolated_run ON hookgate_logs ((record->>'runId')) WH
 
 -- The rejected-request log is a record log (hookgate_logs, log 'rejects'): this table was never written.
 DROP TABLE hookgate_rejects;
+
+-- Nothing queries by correlation id (the history is read whole and filtered), and every insert and
+-- status change of a run paid for the index.
+DROP INDEX hookgate_runs_correlation;
 `,
   },
   {
