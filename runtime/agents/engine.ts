@@ -226,6 +226,7 @@ export class Engine {
       gained: (agentId, records, wakes) => this.session(agentId).gain(records as SessionRecord[], wakes),
       pulled: (agentId, records, wakes, now) => this.session(agentId).pull(records as SessionRecord[], wakes, now),
       lost: (agentId) => this.sessions.get(agentId)?.lose(),
+      routed: (agentId, route) => { this.session(agentId).lastRoute = route },
     })
   }
 

@@ -165,6 +165,8 @@ export class MainSession {
   async rememberRoute(route: Route): Promise<void> {
     if (this.lastRoute && this.lastRoute.channel === route.channel && this.lastRoute.to === route.to) return
     await this.journal.append({ type: 'route', at: new Date().toISOString(), ...route })
+    // shared: every runtime's next reply with channel last goes here too
+    if (this.shared) await this.shared.setRoute(this.agentId, route)
     this.lastRoute = route
   }
 

@@ -314,6 +314,8 @@ export interface SessionHandler<R extends object> {
   pulled(agentId: string, records: R[], wakes: RunRow[], now: boolean): void
   /** another runtime holds the session now (this one's lease ran out): forget what was queued */
   lost(agentId: string): void
+  /** the agent's last delivery route changed, told by whichever runtime delivered (channel: last) */
+  routed(agentId: string, route: { channel: string; to: string | null }): void
 }
 
 /**
@@ -328,6 +330,8 @@ export interface SessionOwnership<R extends object = object> {
   queue(agentId: string, record: R & { id: string }, now: boolean): Promise<void>
   /** a turn's record, committed only while this runtime holds the session; `fenced_out` otherwise */
   commitTurn(agentId: string, record: R): Promise<void>
+  /** the agent's last delivery route, for every runtime (channel: last) */
+  setRoute(agentId: string, route: { channel: string; to: string | null }): Promise<void>
   close(): Promise<void>
 }
 

@@ -128,6 +128,14 @@ CREATE TABLE hookgate_session_inbox (
   PRIMARY KEY (log, id)
 );
 
+-- Each agent's last delivery route (channel: last), whichever runtime delivered: every runtime
+-- reads them with its lease renewal, so a reply delivered by one goes where another last delivered.
+CREATE TABLE hookgate_routes (
+  agent_id text PRIMARY KEY,
+  route jsonb NOT NULL,
+  at timestamptz NOT NULL
+);
+
 -- The wakes a session owner pulls: queued wake rows of its agents accepted elsewhere.
 CREATE INDEX hookgate_runs_queued_wakes ON hookgate_runs (agent_id) WHERE action = 'wake' AND status = 'queued';
 

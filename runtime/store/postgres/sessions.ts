@@ -37,6 +37,15 @@ export class PgSessions implements SessionOwnership {
    */
   private readonly fresh = new Set<string>()
   private readonly inbox: PgWriter
+  /** the routes as last read or set here, as JSON (to tell the handler of changes only) */
+  private readonly routes = new Map<string, string>()
+  private readonly routeLane: Lane<{ agent_id: string; route: object; at: string }> = {
+    statements: (batch) => [`INSERT INTO hookgate_routes AS r (agent_id, route, at)
+       SELECT DISTINCT ON (agent_id) agent_id, route, at FROM jsonb_to_recordset(${jsonLiteral(batch)}) AS t(agent_id text, route jsonb, at timestamptz) ORDER BY agent_id, at DESC
+       ON CONFLICT (agent_id) DO UPDATE SET route = excluded.route, at = excluded.at WHERE r.at <= excluded.at`],
+    outcome: () => new Map(),
+    retry: () => true,
+  }
   private readonly inboxLane: Lane<Inboxed> = {
     statements: (batch) => [`INSERT INTO hookgate_session_inbox (log, id, record, now)
        SELECT log, id, record, now FROM jsonb_to_recordset(${jsonLiteral(batch)}) AS t(log text, id text, record jsonb, now boolean)
@@ -104,6 +113,12 @@ export class PgSessions implements SessionOwnership {
     }
   }
 
+  async setRoute(agentId: string, route: { channel: string; to: string | null }): Promise<void> {
+    const at = new Date().toISOString()
+    this.routes.set(agentId, JSON.stringify(route))
+    await this.inbox.add(this.routeLane, { agent_id: agentId, route, at })
+  }
+
   get health(): StoreHealth {
     return this.inbox.health
   }
@@ -140,16 +155,26 @@ export class PgSessions implements SessionOwnership {
   private async compete(): Promise<void> {
     if (this.agents.length === 0 || !this.handler) return
     const started = Date.now()
-    const r = await this.db.query<{ agent_id: string; fence: string }>(
-      `INSERT INTO hookgate_session_leases AS l (agent_id, owner, fence, expires_at)
-       SELECT a, $1, 1, now() + $3 * interval '1 millisecond' FROM unnest($2::text[]) AS a
-       ON CONFLICT (agent_id) DO UPDATE
-         SET owner = $1, fence = CASE WHEN l.owner = $1 THEN l.fence ELSE l.fence + 1 END, expires_at = excluded.expires_at
-         WHERE l.owner = $1 OR l.expires_at < now()
-       RETURNING agent_id, fence::text AS fence`, [this.hostId, this.agents, this.options.ttlMs])
+    // the leases, and (in the same statement) every served agent's last delivery route
+    const r = await this.db.query<{ kind: string; agent_id: string; value: string }>(
+      `WITH leased AS (
+         INSERT INTO hookgate_session_leases AS l (agent_id, owner, fence, expires_at)
+         SELECT a, $1, 1, now() + $3 * interval '1 millisecond' FROM unnest($2::text[]) AS a
+         ON CONFLICT (agent_id) DO UPDATE
+           SET owner = $1, fence = CASE WHEN l.owner = $1 THEN l.fence ELSE l.fence + 1 END, expires_at = excluded.expires_at
+           WHERE l.owner = $1 OR l.expires_at < now()
+         RETURNING agent_id, fence::text AS value)
+       SELECT 'lease' AS kind, agent_id, value FROM leased
+       UNION ALL
+       SELECT 'route', agent_id, route::text FROM hookgate_routes WHERE agent_id = ANY($2::text[])`, [this.hostId, this.agents, this.options.ttlMs])
+    for (const x of r.rows) {
+      if (x.kind !== 'route' || this.routes.get(x.agent_id) === x.value) continue
+      this.routes.set(x.agent_id, x.value)
+      this.handler?.routed(x.agent_id, JSON.parse(x.value) as { channel: string; to: string | null })
+    }
     // a margin for the clocks: this runtime stops taking the session as its own a little early
     const until = started + this.options.ttlMs - Math.min(1000, this.options.ttlMs / 5)
-    const held = new Map(r.rows.map((x) => [x.agent_id, Number(x.fence)]))
+    const held = new Map(r.rows.filter((x) => x.kind === 'lease').map((x) => [x.agent_id, Number(x.value)]))
     for (const [agentId, lease] of [...this.owned]) {
       if (held.get(agentId) !== lease.fence) this.lose(agentId)
     }

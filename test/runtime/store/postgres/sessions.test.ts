@@ -14,15 +14,16 @@ import { RunStoreError, type RunRow, type SessionHandler } from '../../../../run
 const pg = await startPostgres()
 const sessions = suite('main sessions shared by several runtimes')
 
-interface Heard { gained: Array<{ records: object[]; wakes: RunRow[] }>; pulled: Array<{ records: object[]; wakes: RunRow[]; now: boolean }>; lost: number }
+interface Heard { gained: Array<{ records: object[]; wakes: RunRow[] }>; pulled: Array<{ records: object[]; wakes: RunRow[]; now: boolean }>; lost: number; routes: Array<{ channel: string; to: string | null }> }
 
 function listener(): SessionHandler<object> & { heard: Heard } {
-  const heard: Heard = { gained: [], pulled: [], lost: 0 }
+  const heard: Heard = { gained: [], pulled: [], lost: 0, routes: [] }
   return {
     heard,
     gained: (_agent, records, wakes) => { heard.gained.push({ records, wakes }) },
     pulled: (_agent, records, wakes, now) => { heard.pulled.push({ records, wakes, now }) },
     lost: () => { heard.lost++ },
+    routed: (_agent, route) => { heard.routes.push(route) },
   }
 }
 
@@ -100,6 +101,26 @@ if (!pg) {
       await until('b to own the session', () => (b.sessions.owns('main') ? true : undefined), 3000)
       assert.ok(Date.now() - started < 2000, 'well before a 30 s lease would have run out')
     } finally {
+      await b.close()
+    }
+  })
+
+  sessions('a delivery route set on one runtime reaches the others (channel: last)', async () => {
+    const url = await pg.createDatabase('routes')
+    const a = await PgStore.open(url, { hostTtlMs: 3000 })
+    const b = await PgStore.open(url, { hostTtlMs: 3000 })
+    try {
+      const ha = listener()
+      a.sessions.serve(['main'], ha)
+      b.sessions.serve(['main'], listener())
+      await b.sessions.setRoute('main', { channel: 'ops', to: '#deploys' })
+      await until('a to hear of the route', () => (ha.heard.routes.length > 0 ? true : undefined), 3000)
+      assert.equal(ha.heard.routes, [{ channel: 'ops', to: '#deploys' }])
+      await b.sessions.setRoute('main', { channel: 'ops', to: '#incidents' })
+      await until('a to hear of the new route', () => (ha.heard.routes.length > 1 ? true : undefined), 3000)
+      assert.equal(ha.heard.routes[1], { channel: 'ops', to: '#incidents' })
+    } finally {
+      await a.close()
       await b.close()
     }
   })
