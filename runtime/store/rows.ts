@@ -171,3 +171,8 @@ export function withoutReceived(row: RunRow): RunRow {
   const { received: _received, ...rest } = row
   return Object.freeze(rest)
 }
+
+/** Finished runs a store keeps, newest first, unless server.history.keepRuns says otherwise (unfinished ones always). */
+export const DEFAULT_KEEP_HISTORY = 50_000
+/** How long an Idempotency-Key holds unless server.idempotencyWindowSeconds says otherwise: 24 h. */
+export const DEFAULT_KEY_WINDOW_MS = 86_400_000

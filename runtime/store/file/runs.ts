@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { Journal, type JournalOptions, type JournalStats } from './journal.js'
 import { isoNow } from '../../clock.js'
 import { RunWatchers, afterWritesOf } from '../watchers.js'
-import { ACTIONS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, checkStatus, movableRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus, withoutReceived, withoutRequest } from '../rows.js'
+import { ACTIONS, DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, checkStatus, movableRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus, withoutReceived, withoutRequest } from '../rows.js'
 import {
   FINAL_STATUSES, NEXT_STATUSES, RunStoreError, jsonSizeBoundOf, rawPayloadOf,
   type Compaction, type NewRun, type ReceivedRequest, type RunAction, type RunChangeListener, type RunHistory, type RunLog,
@@ -50,7 +50,7 @@ export interface RunStoreOptions extends JournalOptions {
 }
 
 export const DEFAULT_COMPACT_ABOVE_BYTES = 64 * 1024 * 1024
-export const DEFAULT_KEEP_HISTORY = 50_000
+export { DEFAULT_KEEP_HISTORY } from '../rows.js'
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
 
@@ -509,7 +509,7 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
   const rows = new Map<string, RunRow>()
   fold(read.records, rows)
   const keepHistory = options.keepHistory ?? DEFAULT_KEEP_HISTORY
-  const keysSince = (options.now ?? (() => new Date()))().getTime() - (options.keepKeysForMs ?? 86_400_000)
+  const keysSince = (options.now ?? (() => new Date()))().getTime() - (options.keepKeysForMs ?? DEFAULT_KEY_WINDOW_MS)
   let finishedLeft = 0
   for (const row of rows.values()) if (FINAL.has(row.status)) finishedLeft++
   const kept: RunRow[] = []

@@ -24,6 +24,7 @@ import { PgWriter } from './group-commit.js'
 import { PgSessions } from './sessions.js'
 import { claimOrphans } from './takeover.js'
 import { pruneOnce, type Pruned } from './retention.js'
+import { DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS } from '../rows.js'
 
 /** A runtime whose row was not renewed for this long is dead to the others, default 15 s. */
 export const DEFAULT_HOST_TTL_MS = 15_000
@@ -33,8 +34,6 @@ export const DEFAULT_SWEEP_MS = 5_000
 const SWEEP_BATCH = 200
 /** How often a runtime prunes the history past server.history.keepRuns (and keys past their window). */
 const PRUNE_EVERY_MS = 60_000
-/** The file store's default for server.history.keepRuns. */
-const DEFAULT_KEEP_RUNS = 50_000
 
 export interface PgStoreOptions {
   hostTtlMs?: number
@@ -96,7 +95,7 @@ export class PgStore implements Store {
     this.pruning ??= (async () => {
       const total: Pruned = { runs: 0, keys: 0 }
       for (;;) {
-        const once = await pruneOnce(this.db, this.options.keepRuns ?? DEFAULT_KEEP_RUNS, this.options.keepKeysForMs ?? 86_400_000)
+        const once = await pruneOnce(this.db, this.options.keepRuns ?? DEFAULT_KEEP_HISTORY, this.options.keepKeysForMs ?? DEFAULT_KEY_WINDOW_MS)
         total.runs += once.runs
         total.keys += once.keys
         if ((once.runs < 1000 && once.keys < 1000) || this.closed) return total

@@ -13,7 +13,7 @@
 // While the database cannot be reached, new runs are refused (`store_unavailable`, never an
 // acknowledgement) and status changes wait and are tried again; `health` says why meanwhile.
 import { isoNow } from '../../clock.js'
-import { buildRow, checkStatus, cleanExtra, movableRow, withoutReceived, withoutRequest, cleanNote, notPlainJson, withNote, withStatus, type StatusChange } from '../rows.js'
+import { DEFAULT_KEY_WINDOW_MS, buildRow, checkStatus, cleanExtra, movableRow, withoutReceived, withoutRequest, cleanNote, notPlainJson, withNote, withStatus, type StatusChange } from '../rows.js'
 import {
   FINAL_STATUSES, RunStoreError,
   type NewRun, type RunChangeListener, type RunLog, type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
@@ -314,7 +314,7 @@ export class PgRunLog implements RunLog {
          RETURNING 'row' AS kind, id`)
         return this.updateStatement(updates, out)
       }
-      const cutoff = new Date(Date.now() - (this.options.keepKeysForMs ?? 86_400_000)).toISOString()
+      const cutoff = new Date(Date.now() - (this.options.keepKeysForMs ?? DEFAULT_KEY_WINDOW_MS)).toISOString()
       out.push(`WITH t AS (
          SELECT * FROM jsonb_to_recordset(${jsonLiteral(records)}) AS t(id text, status text, action text, definition_kind text, definition_id text, correlation_id text, agent_id text, parent_run_id text,
            created_at timestamptz, updated_at timestamptz, owner text, fence bigint, row jsonb, request jsonb, received jsonb, key text, fingerprint text, response jsonb)),
