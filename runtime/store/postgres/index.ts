@@ -42,6 +42,8 @@ export interface PgStoreOptions {
   keepKeysForMs?: number
   /** finished runs kept, newest first (server.history.keepRuns), default 50,000 */
   keepRuns?: number
+  /** turns of each main session kept by a prune (tests set it low), default SESSION_KEEP_TURNS */
+  sessionKeepTurns?: number
   retainFinished?: number
   /** the pool's size, default 10 (server.store.maxConnections) */
   maxConnections?: number
@@ -93,12 +95,13 @@ export class PgStore implements Store {
   /** Deletes finished runs past keepRuns and keys past their window, a batch at a time; returns how many. */
   prune(): Promise<Pruned> {
     this.pruning ??= (async () => {
-      const total: Pruned = { runs: 0, keys: 0 }
+      const total: Pruned = { runs: 0, keys: 0, sessionRecords: 0 }
       for (;;) {
-        const once = await pruneOnce(this.db, this.options.keepRuns ?? DEFAULT_KEEP_HISTORY, this.options.keepKeysForMs ?? DEFAULT_KEY_WINDOW_MS)
+        const once = await pruneOnce(this.db, this.options.keepRuns ?? DEFAULT_KEEP_HISTORY, this.options.keepKeysForMs ?? DEFAULT_KEY_WINDOW_MS, this.options.sessionKeepTurns)
         total.runs += once.runs
         total.keys += once.keys
-        if ((once.runs < 1000 && once.keys < 1000) || this.closed) return total
+        total.sessionRecords += once.sessionRecords
+        if ((once.runs < 1000 && once.keys < 1000 && once.sessionRecords < 5000) || this.closed) return total
       }
     })().finally(() => { this.pruning = undefined })
     return this.pruning

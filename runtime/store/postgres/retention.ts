@@ -1,16 +1,21 @@
 // What the PostgreSQL store keeps, as the file store's compaction keeps it: the newest `keepRuns`
-// runs (server.history.keepRuns; unfinished runs always), the transcripts of those runs, and each
-// Idempotency-Key for its window. Any runtime may prune, in batches, now and then; runtimes pruning
+// runs (server.history.keepRuns; unfinished runs always), the transcripts of those runs, each
+// Idempotency-Key for its window, and of each agent's main session the newest SESSION_KEEP_TURNS
+// turns with what came after them, plus every event no turn read and the last route (what a runtime
+// that gains the session reads). Any runtime may prune, in batches, now and then; runtimes pruning
 // at once skip each other's rows.
 import type { Queryable } from './db.js'
 
 /** Rows deleted per statement: a prune never holds many locks or a long transaction. */
 const BATCH = 1000
 
-export interface Pruned { runs: number; keys: number }
+/** Turns of a main session kept (older turns, and the events they read, are history only). */
+export const SESSION_KEEP_TURNS = 1000
+
+export interface Pruned { runs: number; keys: number; sessionRecords: number }
 
 /** One batch of each: returns what was deleted (a full batch means there may be more). */
-export async function pruneOnce(q: Queryable, keepRuns: number, keepKeysForMs: number): Promise<Pruned> {
+export async function pruneOnce(q: Queryable, keepRuns: number, keepKeysForMs: number, sessionKeepTurns = SESSION_KEEP_TURNS): Promise<Pruned> {
   const runs = await q.query<{ id: string }>(
     `WITH cutoff AS (
        SELECT created_at, id FROM hookgate_runs WHERE status NOT IN ('queued', 'running')
@@ -29,5 +34,24 @@ export async function pruneOnce(q: Queryable, keepRuns: number, keepKeysForMs: n
   const keys = await q.query(
     `DELETE FROM hookgate_idempotency WHERE key IN (
        SELECT key FROM hookgate_idempotency WHERE created_at < now() - $1 * interval '1 millisecond' LIMIT $2 FOR UPDATE SKIP LOCKED)`, [keepKeysForMs, BATCH])
-  return { runs: ids.length, keys: keys.rowCount }
+  const sessions = await q.query(
+    `WITH turns AS (
+       SELECT log, seq, row_number() OVER (PARTITION BY log ORDER BY seq DESC) AS n
+       FROM hookgate_logs WHERE log LIKE '%/main' AND record->>'type' = 'turn'),
+     cut AS (SELECT log, seq FROM turns WHERE n = $1),
+     read AS (
+       SELECT DISTINCT l.log, e.id FROM hookgate_logs l JOIN cut c ON c.log = l.log
+       CROSS JOIN LATERAL jsonb_array_elements_text(l.record->'events') AS e(id)
+       WHERE l.record->>'type' = 'turn'),
+     last_route AS (
+       SELECT DISTINCT ON (l.log) l.log, l.seq FROM hookgate_logs l JOIN cut c ON c.log = l.log
+       WHERE l.record->>'type' = 'route' ORDER BY l.log, l.seq DESC),
+     doomed AS (
+       SELECT l.log, l.seq FROM hookgate_logs l JOIN cut c ON c.log = l.log
+       WHERE l.seq < c.seq
+         AND (l.record->>'type' <> 'event' OR EXISTS (SELECT 1 FROM read r WHERE r.log = l.log AND r.id = l.record->>'id'))
+         AND NOT EXISTS (SELECT 1 FROM last_route lr WHERE lr.log = l.log AND lr.seq = l.seq)
+       LIMIT $2)
+     DELETE FROM hookgate_logs l USING doomed d WHERE l.log = d.log AND l.seq = d.seq`, [sessionKeepTurns, BATCH * 5])
+  return { runs: ids.length, keys: keys.rowCount, sessionRecords: sessions.rowCount }
 }

@@ -31,14 +31,36 @@ if (!pg) {
       await store.db.query("UPDATE hookgate_idempotency SET created_at = now() - interval '2 minutes' WHERE key IN ('k0', 'k1', 'k2')")
 
       const pruned = await store.prune()
-      assert.equal(pruned, { runs: 7, keys: 3 })
+      assert.equal(pruned, { runs: 7, keys: 3, sessionRecords: 0 })
       const ids = (await store.db.query<{ id: string }>('SELECT id FROM hookgate_runs ORDER BY created_at')).rows.map((r) => r.id)
       assert.equal(ids, ['open-oldest', 'done-07', 'done-08', 'done-09', 'done-10', 'done-11'], 'the newest five finished, and the unfinished one however old')
       const transcripts = (await store.db.query<{ id: string }>("SELECT record->>'runId' AS id FROM hookgate_logs WHERE log = 'isolated' ORDER BY seq")).rows.map((r) => r.id)
       assert.equal(transcripts, ['done-11', 'open-oldest'])
       const keys = (await store.db.query<{ key: string }>('SELECT key FROM hookgate_idempotency ORDER BY key')).rows.map((r) => r.key)
       assert.equal(keys, ['k10', 'k11', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9'])
-      assert.equal(await store.prune(), { runs: 0, keys: 0 }, 'a second prune finds nothing')
+      assert.equal(await store.prune(), { runs: 0, keys: 0, sessionRecords: 0 }, 'a second prune finds nothing')
+    } finally {
+      await store.close()
+    }
+  })
+
+  retention('keeps of a main session its newest turns and what follows them, the events no turn read, and the last route', async () => {
+    const url = await pg.createDatabase('session_retention')
+    const store = await PgStore.open(url, { sessionKeepTurns: 2 })
+    try {
+      const log = store.openLog<{ type: string; id?: string; events?: string[] }>('main/main').log
+      await log.append(
+        { type: 'route', id: 'r1' }, { type: 'event', id: 'e1' }, { type: 'turn', id: 't1', events: ['e1', 'event:w1'] },
+        { type: 'route', id: 'r2' }, { type: 'event', id: 'e2' }, { type: 'event', id: 'e3' },
+        { type: 'turn', id: 't2', events: ['event:w2'] }, { type: 'event', id: 'e4' }, { type: 'turn', id: 't3', events: ['e3', 'e4'] },
+        { type: 'event', id: 'e5' })
+      const other = store.openLog<{ type: string; id?: string }>('isolated').log
+      await other.append({ type: 'isolated', id: 'kept' })
+      const pruned = await store.prune()
+      assert.is(pruned.sessionRecords, 4)
+      const left = (await store.db.query<{ id: string }>("SELECT record->>'id' AS id FROM hookgate_logs WHERE log = 'main/main' ORDER BY seq")).rows.map((r) => r.id)
+      assert.equal(left, ['r2', 'e2', 't2', 'e4', 't3', 'e5'], 'the last route, the unread event, and from the second newest turn on')
+      assert.is((await store.db.query("SELECT 1 FROM hookgate_logs WHERE log = 'isolated'")).rowCount, 1, 'other logs are not a session')
     } finally {
       await store.close()
     }
