@@ -230,6 +230,11 @@ export async function startService(options: ServeOptions): Promise<Service> {
     if (next.config.server.host !== host || next.config.server.port !== serving.bundle.config.server.port) {
       info('server.host and server.port changes take effect at the next start')
     }
+    // The store is opened once: a changed server.store (another database, its timings, the file store
+    // instead) would otherwise go unnoticed until a restart happened to apply it.
+    if (JSON.stringify(next.config.server.store ?? null) !== JSON.stringify(first.config.server.store ?? null)) {
+      info('server.store changes take effect at the next start; this runtime keeps the store it opened')
+    }
     try {
       // The transform modules' top-level code runs here, in the new workers, never on this thread.
       await prepared.pool?.warm()

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert'
 import { hookgateBin } from '../../../helpers/paths.js'
 import { startPostgres } from '../../../helpers/pg.js'
 import { describeRun, runNode, stdoutJson, type CliResult } from '../../../cli/cli-helpers.js'
-import { assertOk, compileProject, post, setTestToken, spawnServer, until, type Project } from '../../http/harness.js'
+import { assertOk, compileProject, post, recompile, setTestToken, spawnServer, until, type Project } from '../../http/harness.js'
 import { loadBundle } from '../../../../runtime/bundle.js'
 import { connectStore, storeOptionsOf } from '../../../../runtime/store/open.js'
 import type { PgStore } from '../../../../runtime/store/postgres/index.js'
@@ -91,6 +91,15 @@ if (!pg) {
       const ahead = Number(await pg.sql('SELECT extract(epoch FROM max(expires_at) - now()) FROM hookgate_hosts', url))
       assert.ok(ahead > 0 && ahead <= 6.5, `the lease runs ${ahead} s ahead`)
       assert.not.ok(existsSync(join(project.stateDir, 'runs.jsonl')), 'the run went to the state directory')
+      // a reload that changes server.store says it takes a restart (the runtime keeps its store)
+      process.env.HOOKGATE_STORE_URL = url
+      try {
+        await recompile(project, CONFIG.replace('hostTtlSeconds: 6', 'hostTtlSeconds: 7'))
+      } finally {
+        delete process.env.HOOKGATE_STORE_URL
+      }
+      await server.line('server.store changes take effect at the next start')
+      assertOk(await post(server.origin, '/hooks/wake', TOKEN, { text: 'after the reload' }), 200, ['ok', 'action', 'runId', 'mode'])
     } finally {
       server.child.kill('SIGTERM')
       assert.is(await server.exited, 0, server.stderr())
