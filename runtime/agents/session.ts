@@ -5,7 +5,7 @@
 // On a store several runtimes share (`store.sessions`), one runtime at a time owns the session: it
 // alone queues events for turns, runs them and settles their wakes. Another runtime puts events in
 // the store for the owner to pull, and its turn commits are fenced (see runtime/store/postgres/sessions.ts).
-import { RunStoreError, type RecordLog, type RunRow, type SessionOwnership, type Store } from '../store/store.js'
+import { RunStoreError, sessionLogName, type RecordLog, type RunRow, type SessionOwnership, type Store } from '../store/store.js'
 import { wrapExternalContent } from '../envelope.js'
 
 export type SessionRecord =
@@ -73,7 +73,7 @@ export class MainSession {
   static open(agentId: string, store: Store, runner: HeartbeatRunner, options: { isOpen?: (runId: string) => boolean } = {}): MainSession {
     if (store.sessions) {
       // Shared: what the session holds is read when this runtime gains it (gain), not at open.
-      const opened = store.openLog<SessionRecord>(`${encodeURIComponent(agentId)}/main`)
+      const opened = store.openLog<SessionRecord>(sessionLogName(agentId))
       return new MainSession(agentId, opened.log, runner, store.sessions as SessionOwnership<SessionRecord>)
     }
     const isOpen = options.isOpen ?? (() => true)
@@ -100,7 +100,7 @@ export class MainSession {
         if (open && read) readForOpenRuns.push(r.id)
       }
     }
-    const opened = store.openLog<SessionRecord>(`${encodeURIComponent(agentId)}/main`, (records) => {
+    const opened = store.openLog<SessionRecord>(sessionLogName(agentId), (records) => {
       sort(records)
       const compacted: SessionRecord[] = [...(route ? [route] : []), ...kept]
       if (readForOpenRuns.length > 0) compacted.push({ type: 'turn', id: 'turn:compacted', at: new Date().toISOString(), events: readForOpenRuns, reply: '' })

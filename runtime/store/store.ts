@@ -318,6 +318,11 @@ export interface SessionHandler<R extends object> {
   routed(agentId: string, route: { channel: string; to: string | null }): void
 }
 
+/** The record log an agent's main session is kept in, in either store. */
+export function sessionLogName(agentId: string): string {
+  return `${encodeURIComponent(agentId)}/main`
+}
+
 /**
  * Agents' main sessions shared by several runtimes: a lease per agent, fenced, so that one runtime
  * at a time reads its events and commits its turns. Absent on a store only one runtime uses.

@@ -8,7 +8,7 @@
 //
 // No session-level advisory lock and no LISTEN: both break behind pgbouncer in transaction mode.
 // Polling bounds the delay of an event queued on another runtime to about POLL_MS.
-import { RunStoreError, type SessionHandler, type SessionOwnership, type StoreHealth } from '../store.js'
+import { RunStoreError, sessionLogName, type SessionHandler, type SessionOwnership, type StoreHealth } from '../store.js'
 import { isUnavailable, jsonLiteral, type Db } from './db.js'
 import { PgWriter, type Lane } from './group-commit.js'
 import type { PgRunLog } from './runs.js'
@@ -20,10 +20,6 @@ const RETRY_MAX_MS = 2000
 
 interface Inboxed { log: string; id: string; record: object; now: boolean }
 
-/** The log an agent's main session is kept in (the same name as the file store's). */
-export function sessionLogName(agentId: string): string {
-  return `${encodeURIComponent(agentId)}/main`
-}
 
 export class PgSessions implements SessionOwnership {
   private agents: readonly string[] = []
