@@ -5,6 +5,7 @@ import { openPool } from '../../../../runtime/store/postgres/client.js'
 import type { Db } from '../../../../runtime/store/postgres/db.js'
 import { migrate } from '../../../../runtime/store/postgres/migrate.js'
 import type { TestPostgres } from '../../../helpers/pg.js'
+import type { NewRun } from '../../../../runtime/store/store.js'
 
 /** A small pool that gives up on a server that is not there within 2 s. */
 export function testPool(url: string): Promise<Db> {
@@ -26,4 +27,9 @@ export function migratedDatabase(suite: Test, pg: TestPostgres, name: string): (
     await pg.destroy()
   })
   return () => db!
+}
+
+/** An agent run of mapping `orders` as the run-log suites create them; `extra` overrides any field. */
+export function newRun(id: string, extra: Partial<NewRun> = {}): NewRun {
+  return { id, definitionKind: 'hook', definitionId: 'orders', correlationId: `c-${id}`, action: 'agent', agentId: 'main', request: { message: `run ${id}` }, ...extra }
 }

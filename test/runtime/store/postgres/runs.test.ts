@@ -6,16 +6,15 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { rejectionOf, sleep } from '../../../helpers/async.js'
 import { startPostgres } from '../../../helpers/pg.js'
-import { testPool } from './fixture.js'
+import { newRun, testPool } from './fixture.js'
 import type { Db, Queryable } from '../../../../runtime/store/postgres/db.js'
 import { migrate } from '../../../../runtime/store/postgres/migrate.js'
 import { PgRunLog } from '../../../../runtime/store/postgres/runs.js'
-import { RunStoreError, type NewRun, type RunRow } from '../../../../runtime/store/store.js'
+import { RunStoreError, type RunRow } from '../../../../runtime/store/store.js'
 
 const pg = await startPostgres()
 const runs = suite('the PostgreSQL run log')
 
-const newRun = (id: string, extra: Partial<NewRun> = {}): NewRun => ({ id, definitionKind: 'hook', definitionId: 'orders', correlationId: `c-${id}`, action: 'agent', agentId: 'main', request: { message: `run ${id}` }, ...extra })
 
 /** A pool that counts its transactions (each is one commit). */
 function counting(db: Db): Db & { commits: number } {

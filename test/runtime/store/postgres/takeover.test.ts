@@ -7,18 +7,17 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { rejectionOf } from '../../../helpers/async.js'
 import { startPostgres } from '../../../helpers/pg.js'
-import { testPool } from './fixture.js'
+import { newRun, testPool } from './fixture.js'
 import type { Db } from '../../../../runtime/store/postgres/db.js'
 import { migrate } from '../../../../runtime/store/postgres/migrate.js'
 import { PgRunLog } from '../../../../runtime/store/postgres/runs.js'
 import { PgStore } from '../../../../runtime/store/postgres/index.js'
 import { claimOrphans, claimWakes } from '../../../../runtime/store/postgres/takeover.js'
-import { RunStoreError, type NewRun, type RunRow } from '../../../../runtime/store/store.js'
+import { RunStoreError, type RunRow } from '../../../../runtime/store/store.js'
 
 const pg = await startPostgres()
 const takeover = suite('taking over a dead runtime\'s runs')
 
-const newRun = (id: string, extra: Partial<NewRun> = {}): NewRun => ({ id, definitionKind: 'hook', definitionId: 'orders', correlationId: `c-${id}`, action: 'agent', agentId: 'main', request: { message: `run ${id}` }, ...extra })
 
 if (!pg) {
   console.log('skipped: no PostgreSQL server binaries')
