@@ -300,6 +300,8 @@ export interface BundleWorkflowStep {
   expect?: number[] | null
   /** http: header (lower case) → secret reference, resolved at start */
   secretHeaders?: Record<string, SecretSpec>
+  /** http: the url's literal text before its first placeholder (all of it when constant): every call stays in its origin and path */
+  urlScope?: string | null
   /** deliver */
   channel?: string | null
   /** transform: data only, as a mapping's; `id` is the key in the transforms module */
