@@ -176,7 +176,12 @@ const slack: SchemeCheck = (keys, headers, body, now) => {
   return { ok: true, deliveryId: `v0=${presented.toString('hex')}` }
 }
 
-/** The generic scheme: one header, a prefix, hex or base64 of an HMAC over the configured parts. */
+/**
+ * The generic scheme: one header, a prefix, hex or base64 of an HMAC over the configured parts. A
+ * repeat is known by the idHeader when one is configured, else, when a timestamp is signed, by the
+ * signature itself: within the tolerance only a byte-identical re-send carries it again. Without
+ * either, repeats cannot be told apart.
+ */
 const hmac: SchemeCheck = (keys, headers, body, now) => {
   const h = keys.spec.hmac!
   const sig = one(headers, h.header)
@@ -189,12 +194,15 @@ const hmac: SchemeCheck = (keys, headers, body, now) => {
     if (stale) return stale
     ts = given
   }
+  const idHeader = h.idHeader ?? null
+  const id = idHeader === null ? undefined : one(headers, idHeader)
+  if (idHeader !== null && id === undefined) return missing(idHeader)
   const presented = sig.startsWith(h.prefix) ? decoded(sig.slice(h.prefix.length), h.encoding) : undefined
   const size = h.algorithm === 'sha1' ? 20 : h.algorithm === 'sha256' ? 32 : 64
   if (!presented || presented.length !== size) return malformed(`${h.header} is not ${h.prefix}<${h.encoding} ${h.algorithm} digest>`)
-  const signed = Buffer.concat(h.signedString.map((p) => 'text' in p ? Buffer.from(p.text, 'utf8') : p.value === 'body' ? body : Buffer.from(ts, 'utf8')))
+  const signed = Buffer.concat(h.signedString.map((p) => 'text' in p ? Buffer.from(p.text, 'utf8') : p.value === 'body' ? body : Buffer.from(p.value === 'id' ? id! : ts, 'utf8')))
   if (!keys.hmacKeys.some((k) => equal(createHmac(h.algorithm, k).update(signed).digest(), presented))) return noMatch()
-  return { ok: true, deliveryId: undefined }
+  return { ok: true, deliveryId: id ?? (h.timestampHeader !== null ? `${h.algorithm}=${presented.toString('hex')}` : undefined) }
 }
 
 const SCHEMES: Record<SignatureScheme, SchemeCheck> = { 'standard-webhooks': standardWebhooks, github, stripe, slack, hmac }
@@ -204,7 +212,8 @@ const SCHEMES: Record<SignatureScheme, SchemeCheck> = { 'standard-webhooks': sta
 /**
  * What a repeat of this delivery carries again, once the body is parsed: the header id where the
  * scheme has one, Stripe's event `id`, Slack's `event_id` (the same on every Events API retry),
- * else for Slack the signature. Undefined: repeats cannot be told apart (the generic scheme).
+ * else for Slack the signature; the generic scheme's idHeader, or its signature when it signs a
+ * timestamp. Undefined: repeats cannot be told apart (the generic scheme with neither).
  */
 export function deliveryIdOf(scheme: SignatureScheme, verdict: { deliveryId: string | undefined }, payload: unknown): string | undefined {
   if (scheme === 'stripe') return stringField(payload, 'id')

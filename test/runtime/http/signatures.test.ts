@@ -18,6 +18,7 @@ process.env.HOOKGATE_TEST_STRIPE_NEW = 'whsec_stripe_new'
 process.env.HOOKGATE_TEST_SLACK_SECRET = '8f742231b10e8888abcd99yyyzzz85a5'
 const SW_KEY = Buffer.from('standard webhooks test key 32by!')
 process.env.HOOKGATE_TEST_SW_SECRET = 'whsec_' + SW_KEY.toString('base64')
+process.env.HOOKGATE_TEST_HMAC_SECRET = 'generic-hmac-secret'
 
 const CONFIG = `
 server:
@@ -48,6 +49,16 @@ hooks:
       action: wake
       textTemplate: "sw {{payload.type}}"
       signature: { scheme: standard-webhooks, secret: "\${HOOKGATE_TEST_SW_SECRET}", toleranceSeconds: 60 }
+    - id: generic
+      match: { path: generic }
+      action: wake
+      textTemplate: "generic {{payload.n}}"
+      signature: { scheme: hmac, secret: "\${HOOKGATE_TEST_HMAC_SECRET}", header: x-sig, prefix: "sha256=", timestampHeader: x-ts, signedString: "{{timestamp}}.{{body}}" }
+    - id: generic-id
+      match: { path: generic-id }
+      action: wake
+      textTemplate: "generic-id {{payload.n}}"
+      signature: { scheme: hmac, secret: "\${HOOKGATE_TEST_HMAC_SECRET}", header: x-sig, prefix: "sha256=", timestampHeader: x-ts, idHeader: x-delivery, signedString: "{{id}}.{{timestamp}}.{{body}}" }
     - id: plain
       match: { path: plain }
       action: wake
@@ -80,6 +91,14 @@ function slack(h: Harness, body: string, contentType: string, t = now()): Promis
 function standard(h: Harness, body: string, id = `msg_${randomUUID()}`, t = now()): Promise<Reply> {
   const sig = createHmac('sha256', SW_KEY).update(`${id}.${t}.${body}`).digest('base64')
   return send(h.origin, '/hooks/sw', { body, headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(t), 'webhook-signature': `v1,${sig}` } })
+}
+
+/** The generic scheme: `sha256=<hex>` over `[id.]timestamp.body`, with x-delivery when `id` is given. */
+function generic(h: Harness, body: string, t = now(), id?: string): Promise<Reply> {
+  const sig = hmacHex('generic-hmac-secret', `${id === undefined ? '' : `${id}.`}${t}.${body}`)
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-ts': String(t), 'x-sig': `sha256=${sig}` }
+  if (id !== undefined) headers['x-delivery'] = id
+  return send(h.origin, id === undefined ? '/hooks/generic' : '/hooks/generic-id', { body, headers })
 }
 
 function runCount(h: Harness): number {
@@ -200,6 +219,39 @@ signed('a replayed delivery is answered as the original and starts nothing, for 
     assert.is(again.headers['idempotent-replayed'], 'true')
   }
   assert.is(runCount(h), count, 'a replay started a run')
+})
+
+signed('an exact replay of a timestamped hmac delivery inside the tolerance is answered as the original and starts no new run', async ({ h }) => {
+  const t = now()
+  const body = JSON.stringify({ n: randomUUID() })
+  const first = assertOk(await generic(h, body, t), 200, ['ok', 'action', 'runId', 'mode'])
+  const count = runCount(h)
+  for (let i = 0; i < 3; i++) {
+    const again = await generic(h, body, t)
+    assert.is(again.status, 200)
+    assert.equal(again.json, first)
+    assert.is(again.headers['idempotent-replayed'], 'true')
+  }
+  assert.is(runCount(h), count, 'a replay started a run')
+  // the sender's next event (another body, or the same body signed at another second) is a new run
+  assert.is.not(assertOk(await generic(h, JSON.stringify({ n: randomUUID() }), t), 200, ['ok', 'action', 'runId', 'mode']).runId, first.runId)
+  assert.is(runCount(h), count + 1)
+})
+
+signed('with an idHeader, a retry re-signed at another time with the same id is answered as the original; a forged id does not verify', async ({ h }) => {
+  const id = `dlv_${randomUUID()}`
+  const body = JSON.stringify({ n: 1 })
+  const first = assertOk(await generic(h, body, now(), id), 200, ['ok', 'action', 'runId', 'mode'])
+  const count = runCount(h)
+  const retry = await generic(h, body, now() - 7, id)
+  assert.equal(retry.json, first)
+  assert.is(retry.headers['idempotent-replayed'], 'true')
+  assert.is(runCount(h), count)
+  // {{id}} is signed: a captured request sent again under another id fails the signature
+  const t = now()
+  const sig = `sha256=${hmacHex('generic-hmac-secret', `${id}.${t}.${body}`)}`
+  assertError(await send(h.origin, '/hooks/generic-id', { body, headers: { 'content-type': 'application/json', 'x-ts': String(t), 'x-sig': sig, 'x-delivery': `${id}-2` } }), 401, 'signature_invalid')
+  assertError(await send(h.origin, '/hooks/generic-id', { body, headers: { 'content-type': 'application/json', 'x-ts': String(t), 'x-sig': sig } }), 401, 'signature_invalid')
 })
 
 signed('a replayed delivery is still answered as the original after a restart on the same state dir', async (ctx) => {
