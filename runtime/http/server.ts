@@ -15,7 +15,7 @@ import type { LoadedBundle } from '../bundle.js'
 import type { Engine, Origin, RowExtra, RunOutcome, Submission } from '../agents/engine.js'
 import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
 import { applyMapping, selectRoute, type TransformRunner } from '../mapping.js'
-import { isSecretHeader } from '../template-helpers.js'
+import { isJwtValue, isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { jsonBodyText, parseBody, readBody } from './body.js'
@@ -647,7 +647,8 @@ function redactHeaders(headers: Record<string, string>): Record<string, string> 
       // bounded: a sender making up header names cannot grow it past this
       if (secretNames.size < 1000) secretNames.set(k, secret)
     }
-    out[k] = secret ? '[redacted]' : headers[k]!
+    // a JWT is a credential under any name: the value is looked at, cheaply (template-helpers.ts)
+    out[k] = secret || isJwtValue(headers[k]!) ? '[redacted]' : headers[k]!
   }
   return out
 }
