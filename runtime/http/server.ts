@@ -20,7 +20,7 @@ import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { jsonBodyText, parseBody, readBody } from './body.js'
 import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
-import { checkModelOverride, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
+import { checkModelOverride, checkRequestChannel, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 import { RunStoreError, boundJsonSize, rawJsonPayload, type RefusalRecorder } from '../store/store.js'
 
 /** From this size on, a JSON body is stored as received (spliced into its run's line); smaller ones are serialised, which costs less than the bytes' copies. */
@@ -352,6 +352,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (name === 'agent') {
     refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
     const a = parseAgentRequest(payload)
+    checkRequestChannel(a.channel, config)
     const agentId = resolveAgentId(a.agentId, config)
     const sessionKey = resolveRequestSessionKey(a.sessionKey, config)
     checkModelOverride(a.model, agentId, config)
