@@ -95,12 +95,20 @@ export function verifySender(prepared: PreparedSignature, headers: IncomingHttpH
 
 // ---- the schemes -------------------------------------------------------------------------------
 
-/** webhook-id, webhook-timestamp, webhook-signature: `v1,<base64 HMAC>` and `v1a,<base64 Ed25519>`, space-separated. */
+/**
+ * webhook-id, webhook-timestamp, webhook-signature: `v1,<base64 HMAC>` and `v1a,<base64 Ed25519>`,
+ * space-separated. Svix, whose senders (Clerk, …) name them svix-id, svix-timestamp and
+ * svix-signature unless they pay for the webhook- prefix, signs the same way: each header is read
+ * under either name, the svix- one first, as Svix's own verifier does.
+ */
 const standardWebhooks: SchemeCheck = (keys, headers, body, now) => {
-  const id = one(headers, 'webhook-id')
-  const ts = one(headers, 'webhook-timestamp')
-  const sig = one(headers, 'webhook-signature')
-  if (id === undefined || ts === undefined || sig === undefined) return missing(id === undefined ? 'webhook-id' : ts === undefined ? 'webhook-timestamp' : 'webhook-signature')
+  const id = one(headers, 'svix-id') ?? one(headers, 'webhook-id')
+  const ts = one(headers, 'svix-timestamp') ?? one(headers, 'webhook-timestamp')
+  const sig = one(headers, 'svix-signature') ?? one(headers, 'webhook-signature')
+  if (id === undefined || ts === undefined || sig === undefined) {
+    const part = id === undefined ? 'id' : ts === undefined ? 'timestamp' : 'signature'
+    return { ok: false, reason: `the webhook-${part} header (or svix-${part}) is missing` }
+  }
   const stale = checkTimestamp(ts, 'webhook-timestamp', keys.spec, now)
   if (stale) return stale
   const signed = Buffer.concat([Buffer.from(`${id}.${ts}.`, 'utf8'), body])

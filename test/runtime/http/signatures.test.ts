@@ -10,6 +10,8 @@ import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { hookgateBin } from '../../helpers/paths.js'
+import { Webhook as SvixWebhook } from 'svix'
+import { Webhook as StandardWebhook } from 'standardwebhooks'
 
 const TOKEN = setTestToken()
 process.env.HOOKGATE_TEST_GH_SECRET = 'gh-signing-secret'
@@ -252,6 +254,30 @@ signed('with an idHeader, a retry re-signed at another time with the same id is 
   const sig = `sha256=${hmacHex('generic-hmac-secret', `${id}.${t}.${body}`)}`
   assertError(await send(h.origin, '/hooks/generic-id', { body, headers: { 'content-type': 'application/json', 'x-ts': String(t), 'x-sig': sig, 'x-delivery': `${id}-2` } }), 401, 'signature_invalid')
   assertError(await send(h.origin, '/hooks/generic-id', { body, headers: { 'content-type': 'application/json', 'x-ts': String(t), 'x-sig': sig } }), 401, 'signature_invalid')
+})
+
+signed('a Svix-powered sender (svix-id, svix-timestamp, svix-signature, signed by the svix library) is accepted as svix\'s own verifier accepts it, and a Standard Webhooks one still is', async ({ h }) => {
+  const secret = process.env.HOOKGATE_TEST_SW_SECRET!
+  const svix = new SvixWebhook(secret)
+  const body = JSON.stringify({ type: 'user.created', data: { id: `user_${randomUUID()}` } })
+  const id = `msg_${randomUUID()}`
+  const at = new Date()
+  const headers = { 'svix-id': id, 'svix-timestamp': String(Math.floor(at.getTime() / 1000)), 'svix-signature': svix.sign(id, at, body) }
+  assert.equal(svix.verify(body, headers), JSON.parse(body), 'svix\'s verifier accepts the request as sent')
+  const first = assertOk(await send(h.origin, '/hooks/sw', { body, headers: { 'content-type': 'application/json', ...headers } }), 200, ['ok', 'action', 'runId', 'mode'])
+  // Svix retries a message with the same svix-id, signed anew: answered as the original
+  const later = new Date(at.getTime() - 4000)
+  const retry = await send(h.origin, '/hooks/sw', { body, headers: { 'content-type': 'application/json', 'svix-id': id, 'svix-timestamp': String(Math.floor(later.getTime() / 1000)), 'svix-signature': svix.sign(id, later, body) } })
+  assert.equal(retry.json, first)
+  assert.is(retry.headers['idempotent-replayed'], 'true')
+  assertError(await send(h.origin, '/hooks/sw', { body: body.replace('created', 'deleted'), headers: { 'content-type': 'application/json', ...headers, 'svix-id': `${id}-x` } }), 401, 'signature_invalid')
+
+  const standard = new StandardWebhook(secret)
+  const stdId = `msg_${randomUUID()}`
+  const stdBody = JSON.stringify({ type: 'invoice.paid' })
+  const stdHeaders = { 'webhook-id': stdId, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': standard.sign(stdId, at, stdBody) }
+  assert.ok(standard.verify(stdBody, stdHeaders))
+  assertOk(await send(h.origin, '/hooks/sw', { body: stdBody, headers: { 'content-type': 'application/json', ...stdHeaders } }), 200, ['ok', 'action', 'runId', 'mode'])
 })
 
 signed('a replayed delivery is still answered as the original after a restart on the same state dir', async (ctx) => {
