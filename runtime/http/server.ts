@@ -19,7 +19,7 @@ import { isJwtValue, isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { jsonBodyText, parseBody, readBody } from './body.js'
-import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
+import { deliveryIdOf, deliveryKey, senderPayload, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
 import { checkModelOverride, checkRequestChannel, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 import { RunStoreError, boundJsonSize, rawJsonPayload, type RefusalRecorder } from '../store/store.js'
 
@@ -216,7 +216,8 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')
   // The raw bytes as received, before any parsing.
   const verdict = signature ? checkSignature(signature, req, body, deps.limiter, client, now) : undefined
-  const payload = parseBody(body, req.headers['content-type'])
+  const parsed = parseBody(body, req.headers['content-type'])
+  const payload = signature ? senderPayload(signature.spec.scheme, req.headers['content-type'], parsed) : parsed
   const correlationId = correlationIdOf(req)
   const source = `hook ${base}/${name}`
 

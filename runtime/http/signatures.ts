@@ -1,7 +1,8 @@
 // Sender signatures: each scheme's check of the raw body as received, one function per scheme, all
 // of one shape (keys, settings, headers, body, now → the delivery id, or why it failed); the keys
 // resolved once per load (a whsec_/whpk_ value that does not decode fails the start, naming its
-// reference); and the delivery id a repeat is recognised by. Every comparison is timingSafeEqual on
+// reference); the delivery id a repeat is recognised by; and the payload a verified delivery's
+// mapping reads (GitHub's form deliveries unwrapped). Every comparison is timingSafeEqual on
 // equal-length buffers; a failure's reason names the part that failed, never a secret or an
 // expected value.
 import { createHmac, createPublicKey, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto'
@@ -9,6 +10,8 @@ import { join } from 'node:path'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { BundleRoute, BundleSignature, SecretSpec, SignatureScheme } from '../bundle-format.js'
 import { generatedSecret, resolveSecretValue, SecretError } from '../secrets.js'
+import { parseBody } from './body.js'
+import { HttpError } from './errors.js'
 
 /** A signature block with its secrets resolved: HMAC keys as bytes, Ed25519 public keys (standard-webhooks v1a). */
 export interface PreparedSignature {
@@ -235,6 +238,25 @@ export function deliveryKey(routeId: string, deliveryId: string): string {
   return key.length <= 255 && /^[\x21-\x7e]+$/.test(key) ? key : `sig:${routeId}:~${Buffer.from(deliveryId, 'utf8').toString('base64url').slice(0, 100)}:${deliveryId.length}`
 }
 
+/**
+ * What a verified delivery's mapping reads. GitHub can send a webhook as
+ * application/x-www-form-urlencoded, the JSON event in the form field `payload`: the signature
+ * covers the raw form bytes (checked before this), the templates and conditions read the event.
+ * Any other delivery is read as parsed.
+ */
+export function senderPayload(scheme: SignatureScheme, contentType: string | undefined, parsed: unknown): unknown {
+  if (scheme !== 'github' || (contentType ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/x-www-form-urlencoded') return parsed
+  const json = stringField(parsed, 'payload', Infinity)
+  if (json === undefined) return parsed
+  try {
+    // the same checks (UTF-8, nesting depth, JSON) as a JSON body
+    return parseBody(Buffer.from(json, 'utf8'), 'application/json')
+  } catch (err) {
+    if (err instanceof HttpError) throw new HttpError(400, err.code, `the form field "payload" of the GitHub delivery is not valid JSON: ${err.message}`)
+    throw err
+  }
+}
+
 /** Slack's url_verification: the challenge to echo, once the signature checked. */
 export function slackChallenge(payload: unknown): string | undefined {
   if (stringField(payload, 'type') !== 'url_verification') return undefined
@@ -250,10 +272,10 @@ function one(headers: IncomingHttpHeaders, name: string): string | undefined {
   return s === undefined || s === '' ? undefined : s
 }
 
-function stringField(payload: unknown, key: string): string | undefined {
+function stringField(payload: unknown, key: string, maxLength = 256): string | undefined {
   if (payload === null || typeof payload !== 'object' || !Object.hasOwn(payload, key)) return undefined
   const v = (payload as Record<string, unknown>)[key]
-  return typeof v === 'string' && v.length > 0 && v.length <= 256 ? v : undefined
+  return typeof v === 'string' && v.length > 0 && v.length <= maxLength ? v : undefined
 }
 
 function decoded(text: string, encoding: 'hex' | 'base64'): Buffer | undefined {

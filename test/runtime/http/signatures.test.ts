@@ -5,13 +5,14 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { assertError, assertOk, post, send, serveProject, compileProject, setTestToken, until, type Harness, type Project, type Reply } from './harness.js'
+import { assertError, assertOk, post, rowOf, send, serveProject, compileProject, setTestToken, until, type Harness, type Project, type Reply } from './harness.js'
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { hookgateBin } from '../../helpers/paths.js'
 import { Webhook as SvixWebhook } from 'svix'
 import { Webhook as StandardWebhook } from 'standardwebhooks'
+import { sign as githubSign, verify as githubVerify } from '@octokit/webhooks-methods'
 
 const TOKEN = setTestToken()
 process.env.HOOKGATE_TEST_GH_SECRET = 'gh-signing-secret'
@@ -33,6 +34,11 @@ hooks:
       match: { path: github }
       action: wake
       textTemplate: "github {{headers.x-github-event}}"
+      signature: { scheme: github, secret: "\${HOOKGATE_TEST_GH_SECRET}" }
+    - id: github-form
+      match: { path: github-form, when: { payload.action: opened } }
+      action: agent
+      messageTemplate: "issue #{{payload.issue.number}} {{payload.action}} by {{payload.sender.login}}"
       signature: { scheme: github, secret: "\${HOOKGATE_TEST_GH_SECRET}" }
     - id: stripe
       match: { path: stripe }
@@ -278,6 +284,23 @@ signed('a Svix-powered sender (svix-id, svix-timestamp, svix-signature, signed b
   const stdHeaders = { 'webhook-id': stdId, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': standard.sign(stdId, at, stdBody) }
   assert.ok(standard.verify(stdBody, stdHeaders))
   assertOk(await send(h.origin, '/hooks/sw', { body: stdBody, headers: { 'content-type': 'application/json', ...stdHeaders } }), 200, ['ok', 'action', 'runId', 'mode'])
+})
+
+signed('a GitHub delivery sent form-encoded (payload=<json>) is verified over the raw form and its event is what templates and conditions read', async ({ h }) => {
+  const deliver = async (event: object, secret = 'gh-signing-secret') => {
+    const form = new URLSearchParams({ payload: JSON.stringify(event) }).toString()
+    const signature = await githubSign(secret, form)
+    return { form, signature, reply: await send(h.origin, '/hooks/github-form', { body: form, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature } }) }
+  }
+  const opened = await deliver({ action: 'opened', issue: { number: 7, title: 'a & b = c' }, sender: { login: 'octocat' } })
+  assert.ok(await githubVerify('gh-signing-secret', opened.form, opened.signature), 'GitHub\'s library signed the form bytes as sent')
+  const accepted = assertOk(opened.reply, 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
+  assert.is((rowOf(h.stateDir, accepted.runId)?.request as { message?: string }).message, 'issue #7 opened by octocat')
+  // the condition reads the event too: another action is filtered out
+  assert.is((await deliver({ action: 'closed', issue: { number: 7 }, sender: { login: 'octocat' } })).reply.status, 204)
+  assertError((await deliver({ action: 'opened' }, 'another secret')).reply, 401, 'signature_invalid')
+  const broken = 'payload=' + encodeURIComponent('{"action":')
+  assertError(await send(h.origin, '/hooks/github-form', { body: broken, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'issues', 'x-hub-signature-256': await githubSign('gh-signing-secret', broken) } }), 400, 'invalid_json')
 })
 
 signed('a replayed delivery is still answered as the original after a restart on the same state dir', async (ctx) => {
