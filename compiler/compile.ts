@@ -8,6 +8,7 @@ import { needsStep, type ResolvedConfig, type ResolvedRoute } from './resolve.js
 import type { WorkflowConfig } from './schema.js'
 import { compileTemplate, parseReference, type CompiledTemplate, type TemplateOptions } from './templates.js'
 import { compileCondition, ConditionPool, type CompiledCondition } from './conditions.js'
+import { dotSegmentIn } from '../runtime/workflows/step-url.js'
 
 /** What a templated text becomes when the config gives no template. */
 export const DEFAULT_TEMPLATE = 'Webhook {{path}} received:\n{{payload}}'
@@ -29,6 +30,8 @@ export interface CompiledWorkflowStep {
   render: Partial<Record<StepField, string>>
   /** http: header name (lower case) → render source; secret headers are not here */
   headers: Record<string, string>
+  /** http: the url's literal text before its first placeholder (all of it when constant): the scope every call stays in */
+  urlScope?: string
 }
 
 export interface CompiledConfig {
@@ -141,6 +144,7 @@ function compileStep(wf: WorkflowConfig, w: number, step: StepConfig, s: number,
   }
   const render: CompiledWorkflowStep['render'] = {}
   const headers: Record<string, string> = {}
+  let urlScope: string | undefined
   const add = (field: StepField, key: string, text: string | undefined, extra: Partial<TemplateOptions> = {}, check?: (t: CompiledTemplate) => void) => {
     if (text === undefined) return
     const code = one(text, [...at, key], check, { ...options, ...extra })
@@ -150,7 +154,9 @@ function compileStep(wf: WorkflowConfig, w: number, step: StepConfig, s: number,
   if (step.action === 'wake' || step.action === 'deliver') add('text', 'textTemplate', step.textTemplate ?? DEFAULT_TEMPLATE)
   if (step.action === 'deliver') add('to', 'to', step.to)
   if (step.action === 'http') {
-    add('url', 'url', step.url, { encodeUriComponents: true }, (t) => checkStepUrl(t, step.url!, loaded.locate([...at, 'url']), bag))
+    add('url', 'url', step.url, { encodeUriComponents: true }, (t) => {
+      if (checkStepUrl(t, step.url!, loaded.locate([...at, 'url']), bag)) urlScope = t.lead
+    })
     add('body', 'body', step.body)
     for (const [name, value] of Object.entries(step.headers ?? {})) {
       if (typeof value !== 'string' || /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(value)) continue // a secret: resolve.ts has it
@@ -159,14 +165,16 @@ function compileStep(wf: WorkflowConfig, w: number, step: StepConfig, s: number,
     }
   }
   add('if', 'if', step.if)
-  return { id: step.id, render, headers }
+  return urlScope === undefined ? { id: step.id, render, headers } : { id: step.id, render, headers, urlScope }
 }
 
 /**
  * The scheme and host of an http step are written out: a template may only stand after the first
- * "/" or "?" of the path, so no payload can send the call (and its secret headers) elsewhere.
+ * "/" or "?" of the path, so no payload can send the call (and its secret headers) elsewhere. The
+ * literal path holds no dot-segment: the runtime refuses any (a rendered value must never change
+ * the URL's structure), so one written in the config would fail every call. True when the url is fine.
  */
-function checkStepUrl(t: CompiledTemplate, url: string, where: Location, bag: DiagnosticBag): void {
+function checkStepUrl(t: CompiledTemplate, url: string, where: Location, bag: DiagnosticBag): boolean {
   const m = /^(https?):\/\/([^/?#\s]+)([/?#]|$)/i.exec(t.lead)
   if (!m || (!t.constant && m[3] === '')) {
     if (/^https?:\/\//i.test(t.lead) || (!t.constant && /^h?t?t?p?s?:?\/?\/?$/i.test(t.lead))) {
@@ -174,11 +182,18 @@ function checkStepUrl(t: CompiledTemplate, url: string, where: Location, bag: Di
     } else {
       bag.error('WORKFLOW_HTTP_URL_INVALID', `url "${url}" is not an absolute http or https URL`, where, 'write it like https://api.example.com/items')
     }
-    return
+    return false
   }
   try {
     new URL(`${m[1]}://${m[2]}/`)
   } catch {
     bag.error('WORKFLOW_HTTP_URL_INVALID', `url "${url}" does not have a valid host`, where)
+    return false
   }
+  // each placeholder stands for a value that is never empty of meaning here: "x" keeps segments apart
+  if (dotSegmentIn(url.replace(/\{\{[^]*?\}\}/g, 'x'))) {
+    bag.error('WORKFLOW_HTTP_URL_INVALID', `url "${url}" has a "." or ".." segment in its path`, where, 'write the path it stands for, without dot-segments')
+    return false
+  }
+  return true
 }

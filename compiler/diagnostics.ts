@@ -73,7 +73,7 @@ export const DiagnosticCodes = {
   WORKFLOW_STEP_FIELD_MISSING: 'a workflow step lacks a field its action needs (url for http, transform for transform, channel for deliver)',
   WORKFLOW_STEP_REF_UNKNOWN: 'a step template reads {{steps.<id>}} of a step that does not exist',
   WORKFLOW_STEP_REF_NOT_NEEDED: 'a step template reads the output of a step it does not need (directly or through other steps)',
-  WORKFLOW_HTTP_URL_INVALID: 'an http step\'s url is not an absolute http or https URL',
+  WORKFLOW_HTTP_URL_INVALID: 'an http step\'s url is not an absolute http or https URL, or its literal path has a "." or ".." segment',
   WORKFLOW_HTTP_HOST_TEMPLATED: 'an http step\'s url has a template before its path: the host must be written out',
   ACTION_FIELD_IGNORED: 'a mapping sets a field its action does not use',
   TEMPLATE_SYNTAX: 'a template is malformed',

@@ -323,7 +323,7 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
       const data = {
         id: s.id, action: s.action, agentId: s.agentId ?? null, needs: s.needs ?? [], timeoutSeconds: s.timeoutSeconds ?? null,
         retries: s.retries ?? 0, backoffSeconds: s.backoffSeconds ?? null, method: s.method ?? null, expect: s.expect ?? null,
-        secretHeaders: extra?.secretHeaders ?? {}, channel: s.channel ?? null, transform,
+        secretHeaders: extra?.secretHeaders ?? {}, channel: s.channel ?? null, transform, urlScope: steps[i]?.urlScope ?? null,
       }
       return `{ ...${parse(data)}, render: { ${renders} }, headers: { ${headers} } }`
     })

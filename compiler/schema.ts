@@ -58,7 +58,7 @@ const HeaderName = Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-
  * the roots of signedString are checked by compiler/signatures.ts, each mistake with its own code.
  */
 export const SignatureSchema = Type.Object({
-  scheme: Type.Enum(['standard-webhooks', 'github', 'stripe', 'slack', 'hmac'], { description: 'standard-webhooks (webhook-id/-timestamp/-signature, v1 HMAC and v1a Ed25519), github (X-Hub-Signature-256), stripe (Stripe-Signature), slack (X-Slack-Signature), or hmac (generic: header, algorithm, encoding, prefix, timestampHeader, signedString)' }),
+  scheme: Type.Enum(['standard-webhooks', 'github', 'stripe', 'slack', 'hmac'], { description: 'standard-webhooks (webhook-id/-timestamp/-signature, or Svix svix-id/-timestamp/-signature; v1 HMAC and v1a Ed25519), github (X-Hub-Signature-256), stripe (Stripe-Signature), slack (X-Slack-Signature), or hmac (generic: header, algorithm, encoding, prefix, timestampHeader, idHeader, signedString)' }),
   secret: Type.Union([SigningSecretRef, Type.Array(SigningSecretRef, { minItems: 1, maxItems: 8 })], { description: 'the signing secret as a reference (${ENV}, { env }, { file }, or { generate: true } to make one in the state directory on first start), or a list of them while rotating: any may match. standard-webhooks: whsec_<base64> (HMAC) or whpk_<base64> (Ed25519 public key)' }),
   toleranceSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86400, description: 'how far a signed timestamp may be from now, either way; default 300 (schemes with a timestamp only)' })),
   answerPing: Type.Optional(Type.Boolean({ description: 'github only: answer the ping event 200 {"ok":true,"ping":true} without a run; default true' })),
@@ -67,7 +67,8 @@ export const SignatureSchema = Type.Object({
   encoding: Type.Optional(Type.Enum(['hex', 'base64'], { description: 'hmac only: how the signature header writes the digest, default hex' })),
   prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'hmac only: text before the digest in the header, e.g. sha256=' })),
   timestampHeader: Type.Optional(HeaderName),
-  signedString: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'hmac only: what is signed, over {{timestamp}} and {{body}}; default {{body}}' })),
+  idHeader: Type.Optional(HeaderName),
+  signedString: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'hmac only: what is signed, over {{timestamp}}, {{id}} and {{body}}; default {{body}}' })),
 }, { ...closed, description: 'verify the sender\'s signature over the raw body; a signed mapping needs no hook token and must be alone on its path' })
 
 export const MappingSchema = Type.Object({

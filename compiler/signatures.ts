@@ -10,7 +10,7 @@ import type { BundleSignature, SecretSpec, SignatureScheme, SignedStringPart } f
 export const DEFAULT_TOLERANCE_SECONDS = 300
 
 /** The keys only the generic scheme reads. */
-const HMAC_KEYS = ['header', 'algorithm', 'encoding', 'prefix', 'timestampHeader', 'signedString'] as const
+const HMAC_KEYS = ['header', 'algorithm', 'encoding', 'prefix', 'timestampHeader', 'idHeader', 'signedString'] as const
 
 /** Schemes that sign a timestamp of their own. */
 const TIMESTAMPED = new Set<SignatureScheme>(['standard-webhooks', 'stripe', 'slack'])
@@ -44,7 +44,7 @@ export function resolveSignature(sig: SignatureConfig, at: PathSegment[], mappin
   let hmac: BundleSignature['hmac'] = null
   if (scheme === 'hmac') {
     if (sig.header === undefined) bag.error('SIGNATURE_FIELD_MISSING', 'scheme hmac needs header: the name of the header that carries the signature', where(), 'e.g. header: X-Shopify-Hmac-Sha256')
-    const signedString = parseSignedString(sig.signedString ?? '{{body}}', [...at, 'signedString'], sig.timestampHeader !== undefined, loaded, bag)
+    const signedString = parseSignedString(sig.signedString ?? '{{body}}', [...at, 'signedString'], { timestamp: sig.timestampHeader !== undefined, id: sig.idHeader !== undefined }, loaded, bag)
     if (sig.header !== undefined && signedString) {
       hmac = {
         header: sig.header.toLowerCase(),
@@ -52,6 +52,7 @@ export function resolveSignature(sig: SignatureConfig, at: PathSegment[], mappin
         encoding: sig.encoding ?? 'hex',
         prefix: sig.prefix ?? '',
         timestampHeader: sig.timestampHeader?.toLowerCase() ?? null,
+        idHeader: sig.idHeader?.toLowerCase() ?? null,
         signedString,
       }
     }
@@ -68,8 +69,8 @@ export function resolveSignature(sig: SignatureConfig, at: PathSegment[], mappin
 
 const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g
 
-/** `v0:{{timestamp}}:{{body}}` → text and value parts; only timestamp and body may be named. */
-function parseSignedString(text: string, path: PathSegment[], hasTimestamp: boolean, loaded: LoadedConfig, bag: DiagnosticBag): SignedStringPart[] | undefined {
+/** `v0:{{timestamp}}:{{body}}` → text and value parts; only timestamp, id (each with its header) and body may be named. */
+function parseSignedString(text: string, path: PathSegment[], has: { timestamp: boolean; id: boolean }, loaded: LoadedConfig, bag: DiagnosticBag): SignedStringPart[] | undefined {
   const parts: SignedStringPart[] = []
   let last = 0
   let ok = true
@@ -83,11 +84,14 @@ function parseSignedString(text: string, path: PathSegment[], hasTimestamp: bool
     literal(text.slice(last, m.index))
     last = m.index! + m[0].length
     const name = m[1]!
-    if (name !== 'timestamp' && name !== 'body') {
-      bag.error('SIGNATURE_TEMPLATE_INVALID', `signedString may name only {{timestamp}} and {{body}}, not {{${name}}}`, loaded.locate(path))
+    if (name !== 'timestamp' && name !== 'id' && name !== 'body') {
+      bag.error('SIGNATURE_TEMPLATE_INVALID', `signedString may name only {{timestamp}}, {{id}} and {{body}}, not {{${name}}}`, loaded.locate(path))
       ok = false
-    } else if (name === 'timestamp' && !hasTimestamp) {
+    } else if (name === 'timestamp' && !has.timestamp) {
       bag.error('SIGNATURE_FIELD_MISSING', 'signedString names {{timestamp}} but the block has no timestampHeader to read it from', loaded.locate(path), 'add timestampHeader: <the header carrying the timestamp>')
+      ok = false
+    } else if (name === 'id' && !has.id) {
+      bag.error('SIGNATURE_FIELD_MISSING', 'signedString names {{id}} but the block has no idHeader to read it from', loaded.locate(path), 'add idHeader: <the header naming the delivery>')
       ok = false
     } else {
       parts.push({ value: name })

@@ -81,7 +81,7 @@ export type SecretSpec =
 export type SignatureScheme = 'standard-webhooks' | 'github' | 'stripe' | 'slack' | 'hmac'
 
 /** A piece of a generic `hmac` signed string: literal text, or the timestamp header's value, or the raw body. */
-export type SignedStringPart = { text: string } | { value: 'timestamp' | 'body' }
+export type SignedStringPart = { text: string } | { value: 'timestamp' | 'id' | 'body' }
 
 /** A mapping's `signature` block: the sender signs the raw body; the hook token is not asked for. */
 export interface BundleSignature {
@@ -100,6 +100,8 @@ export interface BundleSignature {
     encoding: 'hex' | 'base64'
     prefix: string
     timestampHeader: string | null
+    /** the header naming the delivery, a repeat's key (absent in bundles before it: null) */
+    idHeader?: string | null
     signedString: SignedStringPart[]
   } | null
 }
@@ -300,6 +302,8 @@ export interface BundleWorkflowStep {
   expect?: number[] | null
   /** http: header (lower case) → secret reference, resolved at start */
   secretHeaders?: Record<string, SecretSpec>
+  /** http: the url's literal text before its first placeholder (all of it when constant): every call stays in its origin and path */
+  urlScope?: string | null
   /** deliver */
   channel?: string | null
   /** transform: data only, as a mapping's; `id` is the key in the transforms module */

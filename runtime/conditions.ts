@@ -5,7 +5,7 @@
 //
 // Hot path: each helper compares and returns; no allocation beyond what a comparison needs.
 import type { BundleRoute, ConditionLeaf, ConditionNode, RenderContext } from './bundle-format.js'
-import { findHeader, isSecretHeader, templateHelpers } from './template-helpers.js'
+import { findHeader, isJwtValue, isSecretHeader, templateHelpers } from './template-helpers.js'
 
 /** Hears one comparison: the leaf's index, the value compared, and whether the comparison held. */
 export type ConditionTrace = (leaf: number, value: unknown, held: boolean) => void
@@ -109,7 +109,7 @@ export function explainCondition(when: CompiledWhen, context: RenderContext): Co
   const failed = blame(when.tree, true).map((i): ConditionFailure => {
     const leaf = when.leaves[i]!
     const outcome = seen.get(i)
-    const secret = leaf.path.startsWith('headers.') && isSecretHeader(leaf.path.slice('headers.'.length))
+    const secret = leaf.path.startsWith('headers.') && (isSecretHeader(leaf.path.slice('headers.'.length)) || (typeof outcome?.value === 'string' && isJwtValue(outcome.value)))
     const actual = outcome?.value === undefined ? {} : { actual: secret ? '[redacted]' : outcome.value }
     return { ...leaf, ...actual, held: outcome?.held ?? false }
   })

@@ -7,7 +7,7 @@
 // Hot path: no file reads, no eval, no per-request allocation beyond the context and the action.
 import { DEFAULT_MAX_ITEMS, type BundleRoute, type RenderContext, type TransformInput, type WakeMode } from './bundle-format.js'
 import { TransformFailed, TransformTimeout } from './transforms/pool.js'
-import { isSecretHeader, templateHelpers } from './template-helpers.js'
+import { isSecretHeaderEntry, templateHelpers } from './template-helpers.js'
 import { conditionHelpers } from './conditions.js'
 
 /** What a mapping sees of a request: exactly what its templates can read. */
@@ -94,7 +94,7 @@ export type TransformRunner = (route: BundleRoute, input: TransformInput) => Pro
 /** The headers a transform sees: secret ones redacted exactly as `{{headers}}` shows them. */
 function transformHeaders(headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = Object.create(null)
-  for (const key of Object.keys(headers)) out[key] = isSecretHeader(key) ? REDACTED : headers[key]!
+  for (const key of Object.keys(headers)) out[key] = isSecretHeaderEntry(key, headers[key]!) ? REDACTED : headers[key]!
   return out
 }
 

@@ -24,9 +24,11 @@ const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', '
  * many ways (x-shopify-hmac-sha256, x-hub-signature-256, stripe-signature, x-twilio-signature,
  * x-gitlab-token, x-functions-key, …), so a name pattern, not a list of known headers, decides.
  * Whole words anywhere in the name, and `sig`/`key`/`pass`/`pwd` as a dash- or underscore-separated
- * part. Erring on the side of redaction costs a template a value; the other way leaks a credential.
+ * part; `jwt`, `assertion` and `oidc` for the identity a fronting proxy asserts
+ * (cf-access-jwt-assertion, x-goog-iap-jwt-assertion, x-amzn-oidc-data, x-jwt-assertion).
+ * Erring on the side of redaction costs a template a value; the other way leaks a credential.
  */
-const SECRET_HEADER = /signature|hmac|token|secret|auth|api-?key|passw(?:or)?d|cookie|session|credential|private|(?:^|[-_])(?:sig|key|pass|pwd)(?:$|[-_])/i
+const SECRET_HEADER = /signature|hmac|token|secret|auth|api-?key|passw(?:or)?d|cookie|session|credential|private|jwt|assertion|oidc|(?:^|[-_])(?:sig|key|pass|pwd)(?:$|[-_])/i
 
 /** Named like a key, but a retry marker a template may want to show. */
 const NOT_SECRET: ReadonlySet<string> = new Set(['idempotency-key'])
@@ -36,6 +38,47 @@ const REDACTED = '[redacted]'
 /** True when a header's value must never appear in rendered output, stored runs or transforms (case-insensitive). */
 export function isSecretHeader(name: string): boolean {
   return SECRET_HEADER.test(name) && !NOT_SECRET.has(name.toLowerCase())
+}
+
+/** The segments after a JWT's header: two (JWS) or four (JWE), base64url, any may be empty. */
+const JWT_REST = /^\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)?$/
+const BASE64URL = /^[A-Za-z0-9_-]+$/
+/** A JOSE header is a few hundred bytes; past this it is not decoded. */
+const MAX_JWT_HEADER_CHARS = 4096
+
+/**
+ * True when a header's value is a JWT, whatever the header's name: three (or, encrypted, five)
+ * base64url segments, the first decoding to a JSON object with an `alg`, alone or after an auth
+ * scheme word (`Bearer eyJ…`). A credential by its shape, as a fronting proxy or a sender may put
+ * one under any name. Hot path (every header of every stored request): a value that does not start
+ * its token with `ey`/`ew` (what base64 of `{` and one more JSON character starts with) costs two
+ * character reads; only a JWT-shaped value is decoded.
+ */
+export function isJwtValue(value: string): boolean {
+  let start = 0
+  if (value.charCodeAt(0) !== 101 /* e */) {
+    start = value.indexOf(' ') + 1
+    if (start === 0) return false
+    while (value.charCodeAt(start) === 32) start++
+    if (value.charCodeAt(start) !== 101) return false
+  }
+  const second = value.charCodeAt(start + 1)
+  if (second !== 121 /* y */ && second !== 119 /* w */) return false
+  const dot = value.indexOf('.', start)
+  if (dot < 0 || dot - start > MAX_JWT_HEADER_CHARS) return false
+  const head = value.slice(start, dot)
+  if (!BASE64URL.test(head) || !JWT_REST.test(value.slice(dot))) return false
+  try {
+    const header: unknown = JSON.parse(Buffer.from(head, 'base64url').toString('utf8'))
+    return header !== null && typeof header === 'object' && !Array.isArray(header) && typeof (header as Record<string, unknown>).alg === 'string' && Object.hasOwn(header, 'alg')
+  } catch {
+    return false
+  }
+}
+
+/** True when this header, by its name or by its value, must never appear in rendered output, stored runs or transforms. */
+export function isSecretHeaderEntry(name: string, value: string): boolean {
+  return isSecretHeader(name) || isJwtValue(value)
 }
 
 /** Objects a named key may be read from: JSON-like objects with Object.prototype or no prototype. */
@@ -137,7 +180,8 @@ function header(headers: Record<string, string>, name: string): string {
   const lowerName = name.toLowerCase()
   const value = findHeader(headers, lowerName)
   if (value === undefined || value === null) return ''
-  return isSecretHeader(lowerName) ? REDACTED : headerText(value)
+  const shown = headerText(value)
+  return isSecretHeaderEntry(lowerName, shown) ? REDACTED : shown
 }
 
 function headersJson(headers: Record<string, string>): string {
@@ -146,7 +190,8 @@ function headersJson(headers: Record<string, string>): string {
   for (const key of Object.keys(headers).sort()) {
     const value = ownValue(headers, key)
     if (value === undefined) continue
-    const shown = isSecretHeader(key) ? REDACTED : headerText(value)
+    const text = headerText(value)
+    const shown = isSecretHeaderEntry(key, text) ? REDACTED : text
     // Built by hand so the output order is the sorted order even for integer-like names.
     members.push(JSON.stringify(key) + ':' + JSON.stringify(shown))
   }
@@ -160,9 +205,9 @@ export const templateHelpers: Readonly<{
   text(value: unknown): string
   /** JSON.stringify that never throws; undefined → '' */
   json(value: unknown): string
-  /** one header ('' when missing, '[redacted]' when secret) */
+  /** one header ('' when missing, '[redacted]' when secret by name or a JWT by value) */
   header(headers: Record<string, string>, name: string): string
-  /** all headers as JSON, keys sorted, secret values redacted */
+  /** all headers as JSON, keys sorted, secret values (by name, or JWTs) redacted */
   headersJson(headers: Record<string, string>): string
 }> = Object.freeze({ get, text, json, header, headersJson })
 

@@ -144,6 +144,16 @@ export function checkThinking(thinking: string | null, model: string | null, age
   if (effective.startsWith('builtin/')) throw new HttpError(400, 'thinking_unsupported', `thinking "${thinking}" is not available for ${effective}, which has no reasoning setting`)
 }
 
+/**
+ * An /agent request's channel is one the config declares, or `last`: the channels are known at
+ * load, so a name that is none of them is refused at admission rather than accepted and failed later.
+ */
+export function checkRequestChannel(channel: string, config: BundleConfig): void {
+  if (channel === 'last' || config.channels.some((c) => c.id === channel)) return
+  const known = config.channels.map((c) => c.id)
+  throw new HttpError(400, 'unknown_channel', `channel "${channel.slice(0, 100)}" is not configured (${known.length > 0 ? `configured: ${known.join(', ')}, or last` : 'none is: only last'})`)
+}
+
 /** A per-run model override must be one the agent is already configured with. */
 export function checkModelOverride(model: string | null, agentId: string, config: BundleConfig): void {
   if (model === null) return

@@ -15,12 +15,12 @@ import type { LoadedBundle } from '../bundle.js'
 import type { Engine, Origin, RowExtra, RunOutcome, Submission } from '../agents/engine.js'
 import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
 import { applyMapping, selectRoute, type TransformRunner } from '../mapping.js'
-import { isSecretHeader } from '../template-helpers.js'
+import { isJwtValue, isSecretHeader } from '../template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { jsonBodyText, parseBody, readBody } from './body.js'
-import { deliveryIdOf, deliveryKey, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
-import { checkModelOverride, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
+import { deliveryIdOf, deliveryKey, senderPayload, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
+import { checkModelOverride, checkRequestChannel, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 import { RunStoreError, boundJsonSize, rawJsonPayload, type RefusalRecorder } from '../store/store.js'
 
 /** From this size on, a JSON body is stored as received (spliced into its run's line); smaller ones are serialised, which costs less than the bytes' copies. */
@@ -216,7 +216,8 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')
   // The raw bytes as received, before any parsing.
   const verdict = signature ? checkSignature(signature, req, body, deps.limiter, client, now) : undefined
-  const payload = parseBody(body, req.headers['content-type'])
+  const parsed = parseBody(body, req.headers['content-type'])
+  const payload = signature ? senderPayload(signature.spec.scheme, req.headers['content-type'], parsed) : parsed
   const correlationId = correlationIdOf(req)
   const source = `hook ${base}/${name}`
 
@@ -352,6 +353,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (name === 'agent') {
     refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
     const a = parseAgentRequest(payload)
+    checkRequestChannel(a.channel, config)
     const agentId = resolveAgentId(a.agentId, config)
     const sessionKey = resolveRequestSessionKey(a.sessionKey, config)
     checkModelOverride(a.model, agentId, config)
@@ -647,7 +649,8 @@ function redactHeaders(headers: Record<string, string>): Record<string, string> 
       // bounded: a sender making up header names cannot grow it past this
       if (secretNames.size < 1000) secretNames.set(k, secret)
     }
-    out[k] = secret ? '[redacted]' : headers[k]!
+    // a JWT is a credential under any name: the value is looked at, cheaply (template-helpers.ts)
+    out[k] = secret || isJwtValue(headers[k]!) ? '[redacted]' : headers[k]!
   }
   return out
 }

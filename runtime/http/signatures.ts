@@ -1,7 +1,8 @@
 // Sender signatures: each scheme's check of the raw body as received, one function per scheme, all
 // of one shape (keys, settings, headers, body, now → the delivery id, or why it failed); the keys
 // resolved once per load (a whsec_/whpk_ value that does not decode fails the start, naming its
-// reference); and the delivery id a repeat is recognised by. Every comparison is timingSafeEqual on
+// reference); the delivery id a repeat is recognised by; and the payload a verified delivery's
+// mapping reads (GitHub's form deliveries unwrapped). Every comparison is timingSafeEqual on
 // equal-length buffers; a failure's reason names the part that failed, never a secret or an
 // expected value.
 import { createHmac, createPublicKey, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto'
@@ -9,6 +10,8 @@ import { join } from 'node:path'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { BundleRoute, BundleSignature, SecretSpec, SignatureScheme } from '../bundle-format.js'
 import { generatedSecret, resolveSecretValue, SecretError } from '../secrets.js'
+import { parseBody } from './body.js'
+import { HttpError } from './errors.js'
 
 /** A signature block with its secrets resolved: HMAC keys as bytes, Ed25519 public keys (standard-webhooks v1a). */
 export interface PreparedSignature {
@@ -95,12 +98,20 @@ export function verifySender(prepared: PreparedSignature, headers: IncomingHttpH
 
 // ---- the schemes -------------------------------------------------------------------------------
 
-/** webhook-id, webhook-timestamp, webhook-signature: `v1,<base64 HMAC>` and `v1a,<base64 Ed25519>`, space-separated. */
+/**
+ * webhook-id, webhook-timestamp, webhook-signature: `v1,<base64 HMAC>` and `v1a,<base64 Ed25519>`,
+ * space-separated. Svix, whose senders (Clerk, …) name them svix-id, svix-timestamp and
+ * svix-signature unless they pay for the webhook- prefix, signs the same way: each header is read
+ * under either name, the svix- one first, as Svix's own verifier does.
+ */
 const standardWebhooks: SchemeCheck = (keys, headers, body, now) => {
-  const id = one(headers, 'webhook-id')
-  const ts = one(headers, 'webhook-timestamp')
-  const sig = one(headers, 'webhook-signature')
-  if (id === undefined || ts === undefined || sig === undefined) return missing(id === undefined ? 'webhook-id' : ts === undefined ? 'webhook-timestamp' : 'webhook-signature')
+  const id = one(headers, 'svix-id') ?? one(headers, 'webhook-id')
+  const ts = one(headers, 'svix-timestamp') ?? one(headers, 'webhook-timestamp')
+  const sig = one(headers, 'svix-signature') ?? one(headers, 'webhook-signature')
+  if (id === undefined || ts === undefined || sig === undefined) {
+    const part = id === undefined ? 'id' : ts === undefined ? 'timestamp' : 'signature'
+    return { ok: false, reason: `the webhook-${part} header (or svix-${part}) is missing` }
+  }
   const stale = checkTimestamp(ts, 'webhook-timestamp', keys.spec, now)
   if (stale) return stale
   const signed = Buffer.concat([Buffer.from(`${id}.${ts}.`, 'utf8'), body])
@@ -176,7 +187,12 @@ const slack: SchemeCheck = (keys, headers, body, now) => {
   return { ok: true, deliveryId: `v0=${presented.toString('hex')}` }
 }
 
-/** The generic scheme: one header, a prefix, hex or base64 of an HMAC over the configured parts. */
+/**
+ * The generic scheme: one header, a prefix, hex or base64 of an HMAC over the configured parts. A
+ * repeat is known by the idHeader when one is configured, else, when a timestamp is signed, by the
+ * signature itself: within the tolerance only a byte-identical re-send carries it again. Without
+ * either, repeats cannot be told apart.
+ */
 const hmac: SchemeCheck = (keys, headers, body, now) => {
   const h = keys.spec.hmac!
   const sig = one(headers, h.header)
@@ -189,12 +205,15 @@ const hmac: SchemeCheck = (keys, headers, body, now) => {
     if (stale) return stale
     ts = given
   }
+  const idHeader = h.idHeader ?? null
+  const id = idHeader === null ? undefined : one(headers, idHeader)
+  if (idHeader !== null && id === undefined) return missing(idHeader)
   const presented = sig.startsWith(h.prefix) ? decoded(sig.slice(h.prefix.length), h.encoding) : undefined
   const size = h.algorithm === 'sha1' ? 20 : h.algorithm === 'sha256' ? 32 : 64
   if (!presented || presented.length !== size) return malformed(`${h.header} is not ${h.prefix}<${h.encoding} ${h.algorithm} digest>`)
-  const signed = Buffer.concat(h.signedString.map((p) => 'text' in p ? Buffer.from(p.text, 'utf8') : p.value === 'body' ? body : Buffer.from(ts, 'utf8')))
+  const signed = Buffer.concat(h.signedString.map((p) => 'text' in p ? Buffer.from(p.text, 'utf8') : p.value === 'body' ? body : Buffer.from(p.value === 'id' ? id! : ts, 'utf8')))
   if (!keys.hmacKeys.some((k) => equal(createHmac(h.algorithm, k).update(signed).digest(), presented))) return noMatch()
-  return { ok: true, deliveryId: undefined }
+  return { ok: true, deliveryId: id ?? (h.timestampHeader !== null ? `${h.algorithm}=${presented.toString('hex')}` : undefined) }
 }
 
 const SCHEMES: Record<SignatureScheme, SchemeCheck> = { 'standard-webhooks': standardWebhooks, github, stripe, slack, hmac }
@@ -204,7 +223,8 @@ const SCHEMES: Record<SignatureScheme, SchemeCheck> = { 'standard-webhooks': sta
 /**
  * What a repeat of this delivery carries again, once the body is parsed: the header id where the
  * scheme has one, Stripe's event `id`, Slack's `event_id` (the same on every Events API retry),
- * else for Slack the signature. Undefined: repeats cannot be told apart (the generic scheme).
+ * else for Slack the signature; the generic scheme's idHeader, or its signature when it signs a
+ * timestamp. Undefined: repeats cannot be told apart (the generic scheme with neither).
  */
 export function deliveryIdOf(scheme: SignatureScheme, verdict: { deliveryId: string | undefined }, payload: unknown): string | undefined {
   if (scheme === 'stripe') return stringField(payload, 'id')
@@ -216,6 +236,25 @@ export function deliveryIdOf(scheme: SignatureScheme, verdict: { deliveryId: str
 export function deliveryKey(routeId: string, deliveryId: string): string {
   const key = `sig:${routeId}:${deliveryId}`
   return key.length <= 255 && /^[\x21-\x7e]+$/.test(key) ? key : `sig:${routeId}:~${Buffer.from(deliveryId, 'utf8').toString('base64url').slice(0, 100)}:${deliveryId.length}`
+}
+
+/**
+ * What a verified delivery's mapping reads. GitHub can send a webhook as
+ * application/x-www-form-urlencoded, the JSON event in the form field `payload`: the signature
+ * covers the raw form bytes (checked before this), the templates and conditions read the event.
+ * Any other delivery is read as parsed.
+ */
+export function senderPayload(scheme: SignatureScheme, contentType: string | undefined, parsed: unknown): unknown {
+  if (scheme !== 'github' || (contentType ?? '').split(';')[0]!.trim().toLowerCase() !== 'application/x-www-form-urlencoded') return parsed
+  const json = stringField(parsed, 'payload', Infinity)
+  if (json === undefined) return parsed
+  try {
+    // the same checks (UTF-8, nesting depth, JSON) as a JSON body
+    return parseBody(Buffer.from(json, 'utf8'), 'application/json')
+  } catch (err) {
+    if (err instanceof HttpError) throw new HttpError(400, err.code, `the form field "payload" of the GitHub delivery is not valid JSON: ${err.message}`)
+    throw err
+  }
 }
 
 /** Slack's url_verification: the challenge to echo, once the signature checked. */
@@ -233,10 +272,10 @@ function one(headers: IncomingHttpHeaders, name: string): string | undefined {
   return s === undefined || s === '' ? undefined : s
 }
 
-function stringField(payload: unknown, key: string): string | undefined {
+function stringField(payload: unknown, key: string, maxLength = 256): string | undefined {
   if (payload === null || typeof payload !== 'object' || !Object.hasOwn(payload, key)) return undefined
   const v = (payload as Record<string, unknown>)[key]
-  return typeof v === 'string' && v.length > 0 && v.length <= 256 ? v : undefined
+  return typeof v === 'string' && v.length > 0 && v.length <= maxLength ? v : undefined
 }
 
 function decoded(text: string, encoding: 'hex' | 'base64'): Buffer | undefined {

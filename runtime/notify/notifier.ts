@@ -1,6 +1,6 @@
 // Notify policies (DESIGN §4 "Trigger notify policy"): tells a Trigger's or Task's reply channel
-// about its runs — `silent` nothing, `done` the final status, `state` every status — once each
-// change is on disk. It hears the run store's changes, keeps one queue per run so a run's
+// about its runs (the runs it started, not a workflow's steps) — `silent` nothing, `done` the final
+// status, `state` every status — once each change is on disk. It hears the run store's changes, keeps one queue per run so a run's
 // notifications arrive in order, delivers through the same channels (and retries) as replies, and
 // records each outcome on the run's row. A notification never changes a run's status and never
 // holds up the run: the run's own writes do not wait for a delivery.
@@ -91,10 +91,14 @@ export class Notifier {
     return this.queues.size
   }
 
-  /** Which runs are told about, and where: keyed off the row's definition, so any kind of run that has one is covered. */
+  /**
+   * Which runs are told about, and where: keyed off the row's definition, so any kind of run that
+   * has one is covered. Only runs the operator started: a workflow's steps share its definition,
+   * but `done` means one message per workflow run (and `state` its own changes), not one per step.
+   */
   targetFor(row: RunRow): NotifyTarget | null {
     const config = this.config
-    if (!config) return null
+    if (!config || row.parentRunId !== undefined) return null
     const label = row.name ?? row.definitionId
     if (row.definitionKind === 'task') {
       const task = config.tasks.find((t) => t.id === row.definitionId) as (BundleConfig['tasks'][number] & { channel?: string; to?: string | null }) | undefined

@@ -35,7 +35,8 @@ export interface WorkflowRequest {
 export interface StepActions {
   agent(agentId: string, message: string, timeoutSeconds: number, signal: AbortSignal): Promise<{ text: string }>
   wake(agentId: string, eventId: string, text: string, origin: { external: boolean; source: string }): Promise<void>
-  http(call: { method: string; url: string; headers: Record<string, string>; body: string | null; stepKey: string }, signal: AbortSignal): Promise<{ status: number; headers: Record<string, string>; body: unknown }>
+  /** `scope`: the url's literal text before its first placeholder, which the call must stay in (null: a bundle from before it was emitted) */
+  http(call: { method: string; url: string; scope: string | null; headers: Record<string, string>; body: string | null; stepKey: string }, signal: AbortSignal): Promise<{ status: number; headers: Record<string, string>; body: unknown }>
   transform(step: BundleWorkflowStep, input: Record<string, unknown>): Promise<unknown>
   deliver(channel: string, d: { runId: string; agentId: string; text: string; to: string | null; name: string | null; correlationId: string }, signal: AbortSignal): Promise<{ attempts: number; detail: string }>
   /** waits before a retry; resolves early (false) when the runner stops */
@@ -179,7 +180,7 @@ export class WorkflowRunner {
         for (const [name, fn] of Object.entries(step.headers ?? {})) headers[name] = fn(ctx, templateHelpers)
         const body = render('body') ?? null
         const method = step.method ?? (body === null ? 'GET' : 'POST')
-        const r = await this.actions.http({ method, url: render('url') ?? '', headers, body, stepKey: `${req.workflow}\0${step.id}` }, signal)
+        const r = await this.actions.http({ method, url: render('url') ?? '', scope: step.urlScope ?? null, headers, body, stepKey: `${req.workflow}\0${step.id}` }, signal)
         const expect = step.expect
         if (expect ? !expect.includes(r.status) : r.status < 200 || r.status > 299) throw new Error(`the call answered ${r.status}, expected ${expect ? expect.join(', ') : 'a 2xx status'}`)
         return r

@@ -5,11 +5,14 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { assertError, assertOk, post, send, serveProject, compileProject, setTestToken, until, type Harness, type Project, type Reply } from './harness.js'
+import { assertError, assertOk, post, rowOf, send, serveProject, compileProject, setTestToken, until, type Harness, type Project, type Reply } from './harness.js'
 import { spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { hookgateBin } from '../../helpers/paths.js'
+import { Webhook as SvixWebhook } from 'svix'
+import { Webhook as StandardWebhook } from 'standardwebhooks'
+import { sign as githubSign, verify as githubVerify } from '@octokit/webhooks-methods'
 
 const TOKEN = setTestToken()
 process.env.HOOKGATE_TEST_GH_SECRET = 'gh-signing-secret'
@@ -18,6 +21,7 @@ process.env.HOOKGATE_TEST_STRIPE_NEW = 'whsec_stripe_new'
 process.env.HOOKGATE_TEST_SLACK_SECRET = '8f742231b10e8888abcd99yyyzzz85a5'
 const SW_KEY = Buffer.from('standard webhooks test key 32by!')
 process.env.HOOKGATE_TEST_SW_SECRET = 'whsec_' + SW_KEY.toString('base64')
+process.env.HOOKGATE_TEST_HMAC_SECRET = 'generic-hmac-secret'
 
 const CONFIG = `
 server:
@@ -30,6 +34,11 @@ hooks:
       match: { path: github }
       action: wake
       textTemplate: "github {{headers.x-github-event}}"
+      signature: { scheme: github, secret: "\${HOOKGATE_TEST_GH_SECRET}" }
+    - id: github-form
+      match: { path: github-form, when: { payload.action: opened } }
+      action: agent
+      messageTemplate: "issue #{{payload.issue.number}} {{payload.action}} by {{payload.sender.login}}"
       signature: { scheme: github, secret: "\${HOOKGATE_TEST_GH_SECRET}" }
     - id: stripe
       match: { path: stripe }
@@ -48,6 +57,16 @@ hooks:
       action: wake
       textTemplate: "sw {{payload.type}}"
       signature: { scheme: standard-webhooks, secret: "\${HOOKGATE_TEST_SW_SECRET}", toleranceSeconds: 60 }
+    - id: generic
+      match: { path: generic }
+      action: wake
+      textTemplate: "generic {{payload.n}}"
+      signature: { scheme: hmac, secret: "\${HOOKGATE_TEST_HMAC_SECRET}", header: x-sig, prefix: "sha256=", timestampHeader: x-ts, signedString: "{{timestamp}}.{{body}}" }
+    - id: generic-id
+      match: { path: generic-id }
+      action: wake
+      textTemplate: "generic-id {{payload.n}}"
+      signature: { scheme: hmac, secret: "\${HOOKGATE_TEST_HMAC_SECRET}", header: x-sig, prefix: "sha256=", timestampHeader: x-ts, idHeader: x-delivery, signedString: "{{id}}.{{timestamp}}.{{body}}" }
     - id: plain
       match: { path: plain }
       action: wake
@@ -80,6 +99,14 @@ function slack(h: Harness, body: string, contentType: string, t = now()): Promis
 function standard(h: Harness, body: string, id = `msg_${randomUUID()}`, t = now()): Promise<Reply> {
   const sig = createHmac('sha256', SW_KEY).update(`${id}.${t}.${body}`).digest('base64')
   return send(h.origin, '/hooks/sw', { body, headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(t), 'webhook-signature': `v1,${sig}` } })
+}
+
+/** The generic scheme: `sha256=<hex>` over `[id.]timestamp.body`, with x-delivery when `id` is given. */
+function generic(h: Harness, body: string, t = now(), id?: string): Promise<Reply> {
+  const sig = hmacHex('generic-hmac-secret', `${id === undefined ? '' : `${id}.`}${t}.${body}`)
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-ts': String(t), 'x-sig': `sha256=${sig}` }
+  if (id !== undefined) headers['x-delivery'] = id
+  return send(h.origin, id === undefined ? '/hooks/generic' : '/hooks/generic-id', { body, headers })
 }
 
 function runCount(h: Harness): number {
@@ -200,6 +227,80 @@ signed('a replayed delivery is answered as the original and starts nothing, for 
     assert.is(again.headers['idempotent-replayed'], 'true')
   }
   assert.is(runCount(h), count, 'a replay started a run')
+})
+
+signed('an exact replay of a timestamped hmac delivery inside the tolerance is answered as the original and starts no new run', async ({ h }) => {
+  const t = now()
+  const body = JSON.stringify({ n: randomUUID() })
+  const first = assertOk(await generic(h, body, t), 200, ['ok', 'action', 'runId', 'mode'])
+  const count = runCount(h)
+  for (let i = 0; i < 3; i++) {
+    const again = await generic(h, body, t)
+    assert.is(again.status, 200)
+    assert.equal(again.json, first)
+    assert.is(again.headers['idempotent-replayed'], 'true')
+  }
+  assert.is(runCount(h), count, 'a replay started a run')
+  // the sender's next event (another body, or the same body signed at another second) is a new run
+  assert.is.not(assertOk(await generic(h, JSON.stringify({ n: randomUUID() }), t), 200, ['ok', 'action', 'runId', 'mode']).runId, first.runId)
+  assert.is(runCount(h), count + 1)
+})
+
+signed('with an idHeader, a retry re-signed at another time with the same id is answered as the original; a forged id does not verify', async ({ h }) => {
+  const id = `dlv_${randomUUID()}`
+  const body = JSON.stringify({ n: 1 })
+  const first = assertOk(await generic(h, body, now(), id), 200, ['ok', 'action', 'runId', 'mode'])
+  const count = runCount(h)
+  const retry = await generic(h, body, now() - 7, id)
+  assert.equal(retry.json, first)
+  assert.is(retry.headers['idempotent-replayed'], 'true')
+  assert.is(runCount(h), count)
+  // {{id}} is signed: a captured request sent again under another id fails the signature
+  const t = now()
+  const sig = `sha256=${hmacHex('generic-hmac-secret', `${id}.${t}.${body}`)}`
+  assertError(await send(h.origin, '/hooks/generic-id', { body, headers: { 'content-type': 'application/json', 'x-ts': String(t), 'x-sig': sig, 'x-delivery': `${id}-2` } }), 401, 'signature_invalid')
+  assertError(await send(h.origin, '/hooks/generic-id', { body, headers: { 'content-type': 'application/json', 'x-ts': String(t), 'x-sig': sig } }), 401, 'signature_invalid')
+})
+
+signed('a Svix-powered sender (svix-id, svix-timestamp, svix-signature, signed by the svix library) is accepted as svix\'s own verifier accepts it, and a Standard Webhooks one still is', async ({ h }) => {
+  const secret = process.env.HOOKGATE_TEST_SW_SECRET!
+  const svix = new SvixWebhook(secret)
+  const body = JSON.stringify({ type: 'user.created', data: { id: `user_${randomUUID()}` } })
+  const id = `msg_${randomUUID()}`
+  const at = new Date()
+  const headers = { 'svix-id': id, 'svix-timestamp': String(Math.floor(at.getTime() / 1000)), 'svix-signature': svix.sign(id, at, body) }
+  assert.equal(svix.verify(body, headers), JSON.parse(body), 'svix\'s verifier accepts the request as sent')
+  const first = assertOk(await send(h.origin, '/hooks/sw', { body, headers: { 'content-type': 'application/json', ...headers } }), 200, ['ok', 'action', 'runId', 'mode'])
+  // Svix retries a message with the same svix-id, signed anew: answered as the original
+  const later = new Date(at.getTime() - 4000)
+  const retry = await send(h.origin, '/hooks/sw', { body, headers: { 'content-type': 'application/json', 'svix-id': id, 'svix-timestamp': String(Math.floor(later.getTime() / 1000)), 'svix-signature': svix.sign(id, later, body) } })
+  assert.equal(retry.json, first)
+  assert.is(retry.headers['idempotent-replayed'], 'true')
+  assertError(await send(h.origin, '/hooks/sw', { body: body.replace('created', 'deleted'), headers: { 'content-type': 'application/json', ...headers, 'svix-id': `${id}-x` } }), 401, 'signature_invalid')
+
+  const standard = new StandardWebhook(secret)
+  const stdId = `msg_${randomUUID()}`
+  const stdBody = JSON.stringify({ type: 'invoice.paid' })
+  const stdHeaders = { 'webhook-id': stdId, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': standard.sign(stdId, at, stdBody) }
+  assert.ok(standard.verify(stdBody, stdHeaders))
+  assertOk(await send(h.origin, '/hooks/sw', { body: stdBody, headers: { 'content-type': 'application/json', ...stdHeaders } }), 200, ['ok', 'action', 'runId', 'mode'])
+})
+
+signed('a GitHub delivery sent form-encoded (payload=<json>) is verified over the raw form and its event is what templates and conditions read', async ({ h }) => {
+  const deliver = async (event: object, secret = 'gh-signing-secret') => {
+    const form = new URLSearchParams({ payload: JSON.stringify(event) }).toString()
+    const signature = await githubSign(secret, form)
+    return { form, signature, reply: await send(h.origin, '/hooks/github-form', { body: form, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature } }) }
+  }
+  const opened = await deliver({ action: 'opened', issue: { number: 7, title: 'a & b = c' }, sender: { login: 'octocat' } })
+  assert.ok(await githubVerify('gh-signing-secret', opened.form, opened.signature), 'GitHub\'s library signed the form bytes as sent')
+  const accepted = assertOk(opened.reply, 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
+  assert.is((rowOf(h.stateDir, accepted.runId)?.request as { message?: string }).message, 'issue #7 opened by octocat')
+  // the condition reads the event too: another action is filtered out
+  assert.is((await deliver({ action: 'closed', issue: { number: 7 }, sender: { login: 'octocat' } })).reply.status, 204)
+  assertError((await deliver({ action: 'opened' }, 'another secret')).reply, 401, 'signature_invalid')
+  const broken = 'payload=' + encodeURIComponent('{"action":')
+  assertError(await send(h.origin, '/hooks/github-form', { body: broken, headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-github-event': 'issues', 'x-hub-signature-256': await githubSign('gh-signing-secret', broken) } }), 400, 'invalid_json')
 })
 
 signed('a replayed delivery is still answered as the original after a restart on the same state dir', async (ctx) => {
