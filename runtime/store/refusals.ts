@@ -7,7 +7,7 @@
 // becomes a flood of writes. Where the records go is the store's (a file, a table).
 import { randomBytes } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
-import { isSecretHeader } from '../template-helpers.js'
+import { isJwtValue, isSecretHeader } from '../template-helpers.js'
 import type { RefusalRecorder, RejectRecord } from './store.js'
 
 /** buckets held in memory at once; the oldest is written and dropped to make room */
@@ -241,7 +241,7 @@ export function redactHeaders(headers: IncomingHttpHeaders | undefined): { kept:
     if (n >= MAX_HEADERS) { omitted++; continue }
     n++
     const value = Array.isArray(raw) ? raw.join(', ') : String(raw)
-    const shown = isSecretHeader(name) || CREDENTIAL_VALUE.test(value) ? REDACTED : value.length > MAX_HEADER_VALUE_CHARS ? `${value.slice(0, MAX_HEADER_VALUE_CHARS)}…` : value
+    const shown = isSecretHeader(name) || CREDENTIAL_VALUE.test(value) || isJwtValue(value) ? REDACTED : value.length > MAX_HEADER_VALUE_CHARS ? `${value.slice(0, MAX_HEADER_VALUE_CHARS)}…` : value
     kept[name.length > MAX_HEADER_NAME_CHARS ? name.slice(0, MAX_HEADER_NAME_CHARS) : name] = shown
   }
   return { kept, omitted }
