@@ -97,7 +97,12 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   })
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://admin')
+    let url: URL
+    try {
+      url = new URL(req.url ?? '/', 'http://admin')
+    } catch {
+      return send(res, 400, { ok: false, code: 'path_invalid', error: 'the request target is not a valid URL path' })
+    }
     const path = url.pathname
     const asset = STATIC[path]
     if (asset && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -164,14 +169,14 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     const run = /^\/api\/runs\/([^/]+)$/.exec(path)
     if (run) {
       if (method !== 'GET') return notAllowed('GET')
-      const detail = await history.detail(decodeURIComponent(run[1]!))
+      const detail = await history.detail(pathParam(run[1]!, 'run id'))
       return detail ? send(res, 200, detail) : send(res, 404, { ok: false, code: 'run_unknown', error: 'no run with that id in the history' })
     }
     const defs = /^\/api\/agents\/([^/]+)\/(triggers|tasks)(?:\/([^/]+))?$/.exec(path)
     if (defs) {
-      const agentId = decodeURIComponent(defs[1]!)
+      const agentId = pathParam(defs[1]!, 'agent id')
       const kind: DefinitionKind = defs[2] === 'triggers' ? 'trigger' : 'task'
-      const name = defs[3] === undefined ? null : decodeURIComponent(defs[3])
+      const name = defs[3] === undefined ? null : pathParam(defs[3], `${kind === 'trigger' ? 'Trigger' : 'Task'} name`)
       if (name === null && method !== 'POST') return notAllowed('POST')
       if (name !== null && method !== 'PUT' && method !== 'DELETE') return notAllowed('PUT, DELETE')
       const ifMatch = req.headers['if-match']?.replace(/^W\//, '').replace(/^"|"$/g, '')
@@ -314,6 +319,19 @@ const SECURITY_HEADERS = {
   'x-frame-options': 'DENY',
   'cross-origin-opener-policy': 'same-origin',
   'cross-origin-resource-policy': 'same-origin',
+}
+
+/**
+ * A segment of the request path, percent-decoded: the one place the API decodes one (the query is
+ * read through URLSearchParams, which never throws). Broken percent-encoding is the client's
+ * mistake, a 400 in the error shape, never a 500.
+ */
+function pathParam(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    throw new ApiError(400, 'path_invalid', `the ${what} in the path is not valid percent-encoding`)
+  }
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -6,6 +6,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { connect } from 'node:net'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startAdmin, CSP, type AdminServer } from '../../admin/server.js'
@@ -262,6 +263,46 @@ auth('an unknown path is a 404 in the error shape, and a wrong method a 405', as
   assertApiError(await api(admin, '/api/overview', { method: 'DELETE' }), 405, 'method_not_allowed')
   assertApiError(await api(admin, '/api/agents/main/triggers', { method: 'GET' }), 405, 'method_not_allowed')
 })
+
+auth('malformed percent-encoding in a path segment is a 400 path_invalid, never a 500, and writes nothing', async (ctx) => {
+  const { admin, project } = await fresh(ctx)
+  const before = readFileSync(project.configFile)
+  const bad = '%E0%A4%A'
+  const cases: Array<[string, string, unknown?]> = [
+    ['GET', `/api/runs/${bad}`],
+    ['POST', `/api/agents/${bad}/triggers`, { definition: { name: 'x', path: 'x', target: 'wake' } }],
+    ['POST', `/api/agents/${bad}/tasks`, { definition: { name: 'x', every: '1h', target: 'wake' } }],
+    ['PUT', `/api/agents/main/triggers/${bad}`, { definition: { name: 'x', path: 'x', target: 'wake' } }],
+    ['DELETE', `/api/agents/main/triggers/${bad}`],
+    ['PUT', `/api/agents/main/tasks/${bad}`, { definition: { name: 'x', every: '1h', target: 'wake' } }],
+    ['DELETE', `/api/agents/main/tasks/%`],
+  ]
+  for (const [method, path, body] of cases) {
+    const r = await api(admin, path, { method, body, ifMatch: sha256(before) })
+    assertApiError(r, 400, 'path_invalid')
+    assert.match(r.json.error, /percent-encoding/)
+  }
+  // The query is read leniently: a broken escape there is a filter that matches nothing.
+  const runs = await api(admin, `/api/runs?definition=${bad}&status=${bad}`)
+  assert.is(runs.status, 200, runs.text)
+  // A request target that is no URL path at all (fetch cannot send one: a raw request).
+  const raw = await rawRequest(admin.url, `GET //[ HTTP/1.1\r\nhost: admin\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\nconnection: close\r\n\r\n`)
+  assert.match(raw, /^HTTP\/1\.1 400 /, raw)
+  assert.equal(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).code, 'path_invalid')
+  assert.equal(readFileSync(project.configFile), before)
+})
+
+/** Sends `text` as it is and resolves with everything the server answered. */
+function rawRequest(url: string, text: string): Promise<string> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(text))
+    let answer = ''
+    socket.setEncoding('utf8').on('data', (d: string) => { answer += d })
+    socket.on('end', () => resolve(answer))
+    socket.on('error', reject)
+  })
+}
 
 auth.run()
 
