@@ -153,7 +153,8 @@ async function addCommand(kind: DefinitionKind, argv: string[], io: CommandIO): 
   for (const w of result.warnings) io.stderr(formatText(w) + '\n')
   if (result.tokenGenerated) io.stderr(`generated a hook token into ${displayPath(result.tokenGenerated)} (mode 0600); hooks.token now reads it\n`)
   if (kind === 'trigger') {
-    const endpoint = endpointsOf(configValue(readFileSync(file.file, 'utf8')) ?? {}, { stateDir })(String(definition.path))
+    // the path compiled, so it has a URL
+    const endpoint = endpointsOf(configValue(readFileSync(file.file, 'utf8')) ?? {}, { stateDir })(String(definition.path))!
     io.stdout(`${endpoint.url}\n${endpoint.curl}\n`)
   } else {
     const next = nextFirings(definition)
@@ -208,7 +209,7 @@ async function listCommand(kind: DefinitionKind, argv: string[], io: CommandIO):
     agentId: a.id,
     ...d,
     enabled: d.enabled !== false,
-    ...(kind === 'trigger' ? { endpoint: endpoint(String(d.path ?? '')).url } : { next: d.enabled === false ? [] : nextFirings(d) }),
+    ...(kind === 'trigger' ? { endpoint: endpoint(String(d.path ?? ''))?.url ?? null } : { next: d.enabled === false ? [] : nextFirings(d) }),
     lastRun: last.get(String(d.id)) ?? null,
   })))
   if (v.json) {
@@ -221,7 +222,7 @@ async function listCommand(kind: DefinitionKind, argv: string[], io: CommandIO):
   }
   for (const r of rows) {
     const lastRun = r.lastRun ? `${r.lastRun.status} ${r.lastRun.createdAt}` : 'never run'
-    const what = kind === 'trigger' ? `${String(r.target)} ← ${(r as { endpoint?: string }).endpoint}` : `${String(r.target)} ${r.schedule !== undefined ? `${String(r.schedule)}${r.timezone ? ` (${String(r.timezone)})` : ''}` : `every ${String(r.every)}`}${(r as { next?: string[] }).next?.[0] ? `, next ${(r as { next?: string[] }).next![0]}` : ''}`
+    const what = kind === 'trigger' ? `${String(r.target)} ← ${(r as { endpoint?: string | null }).endpoint ?? `(no URL: the path "${String(r.path)}" does not compile)`}` : `${String(r.target)} ${r.schedule !== undefined ? `${String(r.schedule)}${r.timezone ? ` (${String(r.timezone)})` : ''}` : `every ${String(r.every)}`}${(r as { next?: string[] }).next?.[0] ? `, next ${(r as { next?: string[] }).next![0]}` : ''}`
     io.stdout(`${String(r.id)}  ${String(r.name)}${r.enabled ? '' : '  (disabled)'}\n  ${what}\n  last run: ${lastRun}\n`)
   }
   return EXIT.ok

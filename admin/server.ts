@@ -30,6 +30,7 @@ import { AuthLimiter, presentedToken, tokenMatches } from '../runtime/http/auth.
 import { loadBundle } from '../runtime/bundle.js'
 import { dryRun } from '../runtime/try.js'
 import { basePathOf, displayPath, endpointsOf, runtimeAddress } from './endpoints.js'
+import { hookName } from '../runtime/hook-path.js'
 import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
 import { ConfigFile, splitFindings } from './config-file.js'
 import { History } from './history.js'
@@ -253,7 +254,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       const bundle = await loadBundle(scratch)
       const headers: Record<string, string> = {}
       if (typeof b.headers === 'object' && b.headers !== null) for (const [k, v] of Object.entries(b.headers)) headers[k.toLowerCase()] = String(v)
-      const name = String(edit.definition!.path ?? '').replace(/^\/+|\/+$/g, '')
+      const name = hookName(String(edit.definition!.path ?? '')) ?? ''
       const answer = await dryRun(bundle, name, b.payload ?? {}, { headers, query: {} })
       return { status: answer.status, ...answer.body }
     } finally {

@@ -489,6 +489,18 @@ check('an invalid path is MATCH_PATH_INVALID under fields.path', async ({ admin 
   assert.type(d.message, 'string')
 })
 
+check('a Trigger path with an empty segment (a//b) is a finding under fields.path and gets no URL the runtime would answer 404 to', async ({ admin }) => {
+  const r = await checkTrigger(admin, { name: 'Doubled', path: 'builds//done', target: 'wake' })
+  assert.is(r.ok, false)
+  assert.equal(codesAt(r, 'path'), ['MATCH_PATH_INVALID'], JSON.stringify(r.findings))
+  assert.is(r.findings.fields.path[0].hint, 'write path: builds/done')
+  assert.is(r.endpoint, null)
+  // with slashes around it, the URL is the name the route table has
+  const around = await checkTrigger(admin, { name: 'Around', path: '/builds/done/', target: 'wake' })
+  assert.is(around.ok, true, JSON.stringify(around.findings))
+  assert.match(around.endpoint.url, /\/hooks\/builds\/done$/)
+})
+
 check('a reserved path is a finding under fields.path', async ({ admin }) => {
   const r = await checkTrigger(admin, { name: 'Reserved', path: 'wake', target: 'wake' })
   assert.is(r.ok, false)

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { describeRun, hookgate, scratchDir, stdoutJson, writeTree, type CliResult } from './cli-helpers.js'
+import { post, spawnServe, until } from '../runtime/http/harness.js'
 
 const CONFIG = `# a config edited from the command line
 hooks:
@@ -104,6 +105,45 @@ triggers('--agent puts the Trigger under that agent; an unknown agent is refused
   const unknown = await run(dir, ['trigger', 'add', '--agent', 'nobody', '--name', 'X', '--path', 'x', '--target', 'wake'])
   assert.is(unknown.code, 1, describeRun(unknown))
   assert.match(unknown.stderr, /no agent "nobody"/)
+})
+
+triggers('a Trigger path with an empty segment (a//b) is refused at file:line:col, not printed as a URL the runtime answers 404 to', async () => {
+  const dir = project()
+  const r = await run(dir, ['trigger', 'add', '--name', 'Doubled', '--path', 'builds//done', '--target', 'wake'])
+  assert.is(r.code, 1, describeRun(r))
+  assert.match(r.stderr, /^hooks\.yaml:\d+:\d+: error MATCH_PATH_INVALID: path "builds\/\/done" has an empty segment/m)
+  assert.match(r.stderr, /hint: write path: builds\/done/)
+  assert.is(r.stdout, '')
+  assert.is(configOf(dir), CONFIG)
+  // One written by hand is listed without a URL rather than with a wrong one.
+  const hand = project(CONFIG.replace('path: deploys', 'path: deploys//done'))
+  const list = await run(hand, ['trigger', 'list', '--json'])
+  assert.is(list.code, 0, describeRun(list))
+  assert.is((stdoutJson(list) as Array<{ endpoint: unknown }>)[0]!.endpoint, null)
+})
+
+triggers('the printed endpoint URL is the one the runtime serves, for a path written with slashes around it', async () => {
+  const dir = project()
+  process.env.HOOKGATE_TOKEN ??= 'a-test-hook-token-of-enough-length'
+  const compiled = await run(dir, ['compile', 'hooks.yaml', '--out', 'dist'])
+  assert.is(compiled.code, 0, describeRun(compiled))
+  const server = await spawnServe(join(dir, 'dist'), join(dir, '.hookgate'))
+  try {
+    const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', '/builds/done/', '--target', 'wake', '--prompt', 'build {{payload.id}}'])
+    assert.is(r.code, 0, describeRun(r))
+    const url = r.stdout.trim().split('\n')[0]!
+    assert.is(url, `${server.origin}/hooks/builds/done`)
+    // the runtime reloads the bundle it watches; then the printed URL answers the wake
+    const reply = await until('the printed URL to answer', async () => {
+      const res = await post(server.origin, new URL(url).pathname, process.env.HOOKGATE_TOKEN!, { id: 7 })
+      return res.status === 404 ? undefined : res
+    }, 10_000)
+    assert.is(reply.status, 200, reply.text)
+    assert.is(reply.json.action, 'wake')
+  } finally {
+    server.kill()
+    await server.exited
+  }
 })
 
 triggers('list --json prints every Trigger with its agent, id, enabled, endpoint and last run', async () => {
