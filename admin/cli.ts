@@ -3,11 +3,10 @@
 // the same checks by the compiler, the same If-unchanged write of hooks.yaml, the same bundle.
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { parseDocument } from 'yaml'
 import { formatText } from '../compiler/diagnostics.js'
 import { processIO, readCommandArgs, usageLine, getCommand } from '../runtime/commands.js'
 import { ConfigFile } from './config-file.js'
-import { cleanDefinition, configValue, definitionId, listAgents, type DefinitionKind, type Definition } from './definitions.js'
+import { cleanDefinition, configValue, readConfigValue, definitionId, listAgents, type DefinitionKind, type Definition } from './definitions.js'
 import { displayPath, endpointsOf, stateDirOf } from './endpoints.js'
 import { History } from './history.js'
 import { storeFlagOk } from '../runtime/store/runs-cli.js'
@@ -42,12 +41,12 @@ function readConfig(command: string, file: string, io: CommandIO): { text: strin
     io.stderr(`hookgate ${command}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}\n`)
     return undefined
   }
-  const value = configValue(text)
-  if (value === undefined) {
-    io.stderr(`hookgate ${command}: ${file} is not valid YAML: ${parseDocument(text).errors[0]!.message.split('\n')[0]}\n`)
+  const read = readConfigValue(text)
+  if ('error' in read) {
+    io.stderr(`hookgate ${command}: ${file}: ${read.error}\n`)
     return undefined
   }
-  return { text, value }
+  return { text, value: read.value }
 }
 
 async function adminCommand(argv: string[], io: CommandIO): Promise<number> {

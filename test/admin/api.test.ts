@@ -441,6 +441,23 @@ overview('a config that does not compile still lists its definitions, with the d
   }
 })
 
+overview('an alias bomb in hooks.yaml is answered with its finding at the alias, not expanded into the overview', async ({ admin, project }) => {
+  const good = readFileSync(project.configFile, 'utf8')
+  // 149 Triggers whose prompt is an alias of one 100 KB string: 110 KB of YAML, 14.9 MB expanded
+  const bomb = [`        prompt: &big "${'x'.repeat(100_000)}"`]
+  for (let i = 0; i < 149; i++) bomb.push(`      - { name: t${i}, path: t${i}, target: wake, prompt: *big }`)
+  try {
+    writeFileSync(project.configFile, good.replace('        prompt: "Deploy {{payload.service}} finished"   # the prompt', bomb.join('\n')))
+    const r = await api(admin, '/api/overview')
+    assert.is(r.status, 200, r.text.slice(0, 500))
+    assert.equal(r.json.diagnostics.map((d: any) => d.code), ['YAML_ALIAS_EXPANSION'])
+    assert.match(r.json.diagnostics[0].message, /^alias \*big /)
+    assert.ok(r.text.length < 1024 * 1024, `the overview is ${r.text.length} bytes`)
+  } finally {
+    writeFileSync(project.configFile, good)
+  }
+})
+
 function assertBerlinMornings(next: unknown): void {
   assert.ok(Array.isArray(next) && next.length === 5, JSON.stringify(next))
   const berlin = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit', weekday: 'short', hourCycle: 'h23' })
