@@ -14,7 +14,7 @@ import { storeUrlOf } from '../runtime/store/open.js'
 import { adminToken, hookTokenValue, sameToken, secretSpecOf } from './tokens.js'
 import { nextFirings, startAdmin } from './server.js'
 
-const EXIT = { ok: 0, refused: 1, usage: 2 } as const
+const EXIT = { ok: 0, refused: 1, usage: 2, failed: 2 } as const
 
 export interface CommandIO { stdout(text: string): void; stderr(text: string): void }
 
@@ -186,7 +186,8 @@ function refused(command: string, result: Extract<Awaited<ReturnType<ConfigFile[
   // The findings point into the file as the edit would have left it, which was not written.
   if (result.diagnostics?.length) io.stderr(`(lines as the file would read with the edit)\n`)
   for (const d of result.diagnostics ?? []) io.stderr(formatText(d) + (d.hint ? `\n  hint: ${d.hint}` : '') + '\n')
-  return EXIT.refused
+  // a file that could not be written is no refusal of the edit: exit 2, as for any internal error
+  return result.status >= 500 ? EXIT.failed : EXIT.refused
 }
 
 async function listCommand(kind: DefinitionKind, argv: string[], io: CommandIO): Promise<number> {

@@ -4,7 +4,7 @@
 // Every answer is checked for a stack trace; every error for the one error shape.
 import { createHash, randomBytes } from 'node:crypto'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { connect } from 'node:net'
 import { suite } from 'uvu'
@@ -680,6 +680,31 @@ edits('an edit that does not compile is a 422 with findings; hooks.yaml and the 
   assert.ok(body.findings.fields.path.some((d: any) => d.code === 'MATCH_PATH_INVALID'))
   assert.equal(readFileSync(plain.project.configFile), before)
   assert.equal(bundleBytes(plain.project), bundle)
+})
+
+edits('a save whose bundle cannot be written answers 500 save_failed and changes neither hooks.yaml nor the bundle', async () => {
+  const { project, admin } = await freshAdmin(BASE)
+  try {
+    const before = readFileSync(project.configFile)
+    const manifest = readFileSync(join(project.outDir, 'manifest.json'))
+    // a directory where the bundle file goes: staging succeeds, putting it in place cannot
+    rmSync(join(project.outDir, BUNDLE_FILE))
+    mkdirSync(join(project.outDir, BUNDLE_FILE, 'in-the-way'), { recursive: true })
+    const put = await api(admin, '/api/agents/main/triggers/Paused', { method: 'PUT', body: { definition: { name: 'Paused', path: 'paused', target: 'wake' } }, ifMatch: sha256(before) })
+    const body = assertApiError(put, 500, 'save_failed')
+    assert.match(body.error, /hooks\.yaml and the bundle are unchanged/)
+    assert.equal(readFileSync(project.configFile), before)
+    assert.equal(readFileSync(join(project.outDir, 'manifest.json')), manifest)
+    // and the out dir where a file is: nothing written either
+    rmSync(project.outDir, { recursive: true })
+    writeFileSync(project.outDir, 'not a directory\n')
+    const post = await api(admin, '/api/agents/main/tasks', { body: { definition: { name: 'Hourly', every: '1h', target: 'wake' } }, ifMatch: sha256(before) })
+    assertApiError(post, 500, 'save_failed')
+    assert.equal(readFileSync(project.configFile), before)
+    assert.equal(readdirSync(project.dir).sort(), ['dist', 'hooks.yaml', 'state'], 'a temp file was left behind')
+  } finally {
+    await admin.close()
+  }
 })
 
 edits('a valid save keeps every comment and untouched line byte for byte, answers the endpoint at the runtime address, and no longer waits out a stale address.json', async ({ plain }) => {

@@ -1,8 +1,10 @@
 // `hookgate trigger add|list|rm` and `hookgate task add|list|rm` through the real executable:
 // exit 0 saved, 1 refused (a config error, a name taken, an unknown name), 2 usage; a refused
 // edit prints file:line:col findings and changes nothing on disk.
-import { existsSync, readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { BUNDLE_FILE } from '../../runtime/bundle-format.js'
+import { mountSmallDisk } from '../helpers/full-disk.js'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { describeRun, hookgate, scratchDir, stdoutJson, writeTree, type CliResult } from './cli-helpers.js'
@@ -221,6 +223,85 @@ for (const sub of ['add', 'list', 'rm']) {
     assert.is(configOf(dir), CONFIG)
   })
 }
+
+// ---- a save is whole or nothing: hooks.yaml and the bundle change together or not at all -----
+
+/** Every file under `dir` (names relative to it), for "nothing left behind" checks. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath ?? e.path, e.name))).sort()
+}
+
+triggers('a bundle that cannot be written (a file where the out dir should be) leaves hooks.yaml as it was (exit 2)', async () => {
+  const dir = project()
+  writeFileSync(join(dir, 'dist'), 'not a directory\n')
+  const before = filesUnder(dir)
+  const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake'])
+  assert.is(r.code, 2, describeRun(r))
+  assert.match(r.stderr, /cannot write the bundle into dist: .*hooks\.yaml and the bundle are unchanged/)
+  assert.is(r.stdout, '')
+  assert.is(configOf(dir), CONFIG)
+  assert.is(readFileSync(join(dir, 'dist'), 'utf8'), 'not a directory\n')
+  assert.equal(filesUnder(dir), before, 'a temp file was left behind')
+})
+
+triggers('a bundle that cannot be put in place (a directory where the bundle file goes) puts hooks.yaml and manifest.json back (exit 2)', async () => {
+  const dir = project()
+  const compiled = await run(dir, ['compile', 'hooks.yaml', '--out', 'dist'])
+  assert.is(compiled.code, 0, describeRun(compiled))
+  const manifest = readFileSync(join(dir, 'dist', 'manifest.json'))
+  rmSync(join(dir, 'dist', BUNDLE_FILE))
+  mkdirSync(join(dir, 'dist', BUNDLE_FILE, 'in-the-way'), { recursive: true })
+  const before = filesUnder(dir)
+  const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake'])
+  assert.is(r.code, 2, describeRun(r))
+  assert.match(r.stderr, /hooks\.yaml and the bundle are unchanged/)
+  assert.is(configOf(dir), CONFIG)
+  assert.equal(readFileSync(join(dir, 'dist', 'manifest.json')), manifest)
+  assert.equal(filesUnder(dir), before, 'a temp file was left behind')
+})
+
+triggers('hooks.yaml that cannot be written (its disk full) leaves the bundle as it was and no temp file (exit 2)', async () => {
+  const disk = mountSmallDisk(256)
+  if (!disk) {
+    console.log('  (skipped: this process may not mount a tmpfs)')
+    return
+  }
+  try {
+    const out = scratchDir('definitions-out-')
+    writeTree(disk.dir, { 'hooks.yaml': CONFIG })
+    const args = ['--config', join(disk.dir, 'hooks.yaml'), '--out', join(out, 'dist'), '--state', join(out, 'state')]
+    const compiled = await run(out, ['compile', join(disk.dir, 'hooks.yaml'), '--out', join(out, 'dist')])
+    assert.is(compiled.code, 0, describeRun(compiled))
+    const bundle = readFileSync(join(out, 'dist', BUNDLE_FILE))
+    const manifest = readFileSync(join(out, 'dist', 'manifest.json'))
+    disk.fill()
+    const before = filesUnder(disk.dir)
+    const r = await run(out, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake', ...args])
+    assert.is(r.code, 2, describeRun(r))
+    assert.match(r.stderr, /hookgate trigger add: the save could not be written: .*ENOSPC/)
+    assert.is(readFileSync(join(disk.dir, 'hooks.yaml'), 'utf8'), CONFIG)
+    assert.equal(readFileSync(join(out, 'dist', BUNDLE_FILE)), bundle)
+    assert.equal(readFileSync(join(out, 'dist', 'manifest.json')), manifest)
+    assert.equal(filesUnder(disk.dir), before, 'a temp file was left behind')
+    assert.equal(filesUnder(join(out, 'dist')), ['hookgate.bundle.mjs', 'manifest.json'])
+  } finally {
+    disk.unmount()
+  }
+})
+
+triggers('a symlinked hooks.yaml is edited through the link: the link stays, its target gets the edit with its mode', async () => {
+  const dir = scratchDir('definitions-link-')
+  writeTree(dir, { 'configs/real.yaml': CONFIG })
+  chmodSync(join(dir, 'configs/real.yaml'), 0o640)
+  symlinkSync('configs/real.yaml', join(dir, 'hooks.yaml'))
+  const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake'])
+  assert.is(r.code, 0, describeRun(r))
+  assert.ok(lstatSync(join(dir, 'hooks.yaml')).isSymbolicLink(), 'the link was replaced by a plain file')
+  assert.is(readlinkSync(join(dir, 'hooks.yaml')), 'configs/real.yaml')
+  assert.match(readFileSync(join(dir, 'configs/real.yaml'), 'utf8'), /- name: Build done\n\s+path: builds\n/)
+  assert.is(statSync(join(dir, 'configs/real.yaml')).mode & 0o777, 0o640)
+  assert.equal(filesUnder(join(dir, 'configs')), ['real.yaml'])
+})
 
 triggers.run()
 
