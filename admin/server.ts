@@ -7,7 +7,7 @@
 // API (all JSON; `Authorization: Bearer <admin token>` or `x-hookgate-admin-token`):
 //   GET    /api/overview                         agents with their Triggers and Tasks, workflows, channels, the runtime
 //   POST   /api/check                            { kind, agentId, original, definition } → findings by field, next firings
-//   POST   /api/try                              { agentId, definition, payload, headers? } → what the Trigger would do
+//   POST   /api/try                              { agentId, definition, payload, headers? } → what the Trigger would do (in a recycled worker: dry-runs.ts)
 //   POST   /api/agents/:agent/triggers           create      (If-Match: the file hash the page read)
 //   PUT    /api/agents/:agent/triggers/:name     replace     (disable: enabled false)
 //   DELETE /api/agents/:agent/triggers/:name     delete
@@ -27,8 +27,7 @@ import { writeBundle } from '../compiler/emit.js'
 import { compileCron, compileEvery } from '../compiler/cron.js'
 import { slotClock } from '../runtime/scheduler/cron.js'
 import { AuthLimiter, presentedToken, tokenMatches } from '../runtime/http/auth.js'
-import { loadBundle } from '../runtime/bundle.js'
-import { dryRun } from '../runtime/try.js'
+import { DryRunFailed, DryRuns } from './dry-runs.js'
 import { basePathOf, displayPath, endpointsOf, runtimeAddress } from './endpoints.js'
 import { hookName } from '../runtime/hook-path.js'
 import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
@@ -79,6 +78,7 @@ class ApiError extends Error {
 export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   const config = new ConfigFile(options.config, options.outDir, options.stateDir)
   const history = new History(options.stateDir, options.store)
+  const dryRuns = new DryRuns()
   const limiter = new AuthLimiter({ limit: 20, windowMs: 60_000, lockoutMs: 60_000, maxTrackedClients: 10_000 })
   const log = options.log ?? ((line: string) => process.stdout.write(line + '\n'))
   const files = new Map<string, Buffer>()
@@ -251,11 +251,17 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
         throw new ApiError(422, 'config_invalid', 'the Trigger does not compile; fix the fields marked first', { findings: splitFindings(outcome.diagnostics, applied.at) })
       }
       writeBundle(scratch, outcome.result)
-      const bundle = await loadBundle(scratch)
       const headers: Record<string, string> = {}
       if (typeof b.headers === 'object' && b.headers !== null) for (const [k, v] of Object.entries(b.headers)) headers[k.toLowerCase()] = String(v)
       const name = hookName(String(edit.definition!.path ?? '')) ?? ''
-      const answer = await dryRun(bundle, name, b.payload ?? {}, { headers, query: {} })
+      // in a worker that is recycled: an imported bundle is never freed (admin/dry-runs.ts)
+      let answer
+      try {
+        answer = await dryRuns.run(scratch, name, b.payload ?? {}, headers)
+      } catch (err) {
+        if (err instanceof DryRunFailed) throw new ApiError(500, 'try_failed', `the dry run failed: ${err.message}`)
+        throw err
+      }
       return { status: answer.status, ...answer.body }
     } finally {
       rmSync(scratch, { recursive: true, force: true })
@@ -306,6 +312,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     server,
     close: async () => {
       history.close()
+      await dryRuns.close()
       for (const res of pending) res.destroy()
       await new Promise<void>((ok) => server.close(() => ok()))
       server.closeAllConnections()
