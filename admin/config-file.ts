@@ -210,12 +210,6 @@ export function splitFindings(diagnostics: readonly Diagnostic[], at: PathSegmen
   return { fields, other }
 }
 
-/** Writes beside the file (a symlink's target) and renames over it, keeping its mode: a crash leaves the old file or the new one. */
-export function writeAtomically(file: string, text: string): void {
-  const target = realpathSync(file)
-  renameSync(writeTemp(target, text), target)
-}
-
 /** `text` in a new file beside `target`, with its mode; removed again when the write fails. */
 function writeTemp(target: string, text: string | Buffer): string {
   const mode = statSync(target).mode & 0o777

@@ -3,7 +3,8 @@
 // templates), manifest.json, and the transform modules beside them (one per transform.env list),
 // which only the runtime's worker threads import: no transform code runs on the main thread. User
 // text enters the generated code only through JSON.stringify; the output is byte-identical for
-// identical inputs.
+// identical inputs. The files are written beside their places and renamed in (stageBundle), so a
+// write that fails leaves the out dir as it was.
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve, sep } from 'node:path'
