@@ -167,7 +167,12 @@ export async function saveConfig(save: ConfigSave): Promise<ConfigSaveResult> {
 
 /** Both files staged first, then renamed into place; a failure leaves both as they were, and says so (or says what it could not undo). */
 function writeConfigAndBundle(target: string, text: string, previous: Buffer, outDir: string, result: EmitResult): void {
-  const configTemp = writeTemp(target, text)
+  let configTemp: string
+  try {
+    configTemp = writeTemp(target, text)
+  } catch (err) {
+    throw new Error(`cannot write ${target}: ${(err as Error).message}; hooks.yaml and the bundle are unchanged`)
+  }
   let bundle
   try {
     bundle = stageBundle(outDir, result)

@@ -278,7 +278,7 @@ triggers('hooks.yaml that cannot be written (its disk full) leaves the bundle as
     const before = filesUnder(disk.dir)
     const r = await run(out, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake', ...args])
     assert.is(r.code, 2, describeRun(r))
-    assert.match(r.stderr, /hookgate trigger add: the save could not be written: .*ENOSPC/)
+    assert.match(r.stderr, /hookgate trigger add: the save could not be written: cannot write .*hooks\.yaml: .*ENOSPC.*; hooks\.yaml and the bundle are unchanged/)
     assert.is(readFileSync(join(disk.dir, 'hooks.yaml'), 'utf8'), CONFIG)
     assert.equal(readFileSync(join(out, 'dist', BUNDLE_FILE)), bundle)
     assert.equal(readFileSync(join(out, 'dist', 'manifest.json')), manifest)
