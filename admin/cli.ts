@@ -3,11 +3,10 @@
 // the same checks by the compiler, the same If-unchanged write of hooks.yaml, the same bundle.
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { parseDocument } from 'yaml'
 import { formatText } from '../compiler/diagnostics.js'
 import { processIO, readCommandArgs, usageLine, getCommand } from '../runtime/commands.js'
 import { ConfigFile } from './config-file.js'
-import { cleanDefinition, configValue, definitionId, listAgents, type DefinitionKind, type Definition } from './definitions.js'
+import { cleanDefinition, configValue, readConfigValue, definitionId, listAgents, type DefinitionKind, type Definition } from './definitions.js'
 import { displayPath, endpointsOf, stateDirOf } from './endpoints.js'
 import { History } from './history.js'
 import { storeFlagOk } from '../runtime/store/runs-cli.js'
@@ -15,7 +14,7 @@ import { storeUrlOf } from '../runtime/store/open.js'
 import { adminToken, hookTokenValue, sameToken, secretSpecOf } from './tokens.js'
 import { nextFirings, startAdmin } from './server.js'
 
-const EXIT = { ok: 0, refused: 1, usage: 2 } as const
+const EXIT = { ok: 0, refused: 1, usage: 2, failed: 2 } as const
 
 export interface CommandIO { stdout(text: string): void; stderr(text: string): void }
 
@@ -42,12 +41,12 @@ function readConfig(command: string, file: string, io: CommandIO): { text: strin
     io.stderr(`hookgate ${command}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}\n`)
     return undefined
   }
-  const value = configValue(text)
-  if (value === undefined) {
-    io.stderr(`hookgate ${command}: ${file} is not valid YAML: ${parseDocument(text).errors[0]!.message.split('\n')[0]}\n`)
+  const read = readConfigValue(text)
+  if ('error' in read) {
+    io.stderr(`hookgate ${command}: ${file}: ${read.error}\n`)
     return undefined
   }
-  return { text, value }
+  return { text, value: read.value }
 }
 
 async function adminCommand(argv: string[], io: CommandIO): Promise<number> {
@@ -153,7 +152,8 @@ async function addCommand(kind: DefinitionKind, argv: string[], io: CommandIO): 
   for (const w of result.warnings) io.stderr(formatText(w) + '\n')
   if (result.tokenGenerated) io.stderr(`generated a hook token into ${displayPath(result.tokenGenerated)} (mode 0600); hooks.token now reads it\n`)
   if (kind === 'trigger') {
-    const endpoint = endpointsOf(configValue(readFileSync(file.file, 'utf8')) ?? {}, { stateDir })(String(definition.path))
+    // the path compiled, so it has a URL
+    const endpoint = endpointsOf(configValue(readFileSync(file.file, 'utf8')) ?? {}, { stateDir })(String(definition.path))!
     io.stdout(`${endpoint.url}\n${endpoint.curl}\n`)
   } else {
     const next = nextFirings(definition)
@@ -186,7 +186,8 @@ function refused(command: string, result: Extract<Awaited<ReturnType<ConfigFile[
   // The findings point into the file as the edit would have left it, which was not written.
   if (result.diagnostics?.length) io.stderr(`(lines as the file would read with the edit)\n`)
   for (const d of result.diagnostics ?? []) io.stderr(formatText(d) + (d.hint ? `\n  hint: ${d.hint}` : '') + '\n')
-  return EXIT.refused
+  // a file that could not be written is no refusal of the edit: exit 2, as for any internal error
+  return result.status >= 500 ? EXIT.failed : EXIT.refused
 }
 
 async function listCommand(kind: DefinitionKind, argv: string[], io: CommandIO): Promise<number> {
@@ -208,7 +209,7 @@ async function listCommand(kind: DefinitionKind, argv: string[], io: CommandIO):
     agentId: a.id,
     ...d,
     enabled: d.enabled !== false,
-    ...(kind === 'trigger' ? { endpoint: endpoint(String(d.path ?? '')).url } : { next: d.enabled === false ? [] : nextFirings(d) }),
+    ...(kind === 'trigger' ? { endpoint: endpoint(String(d.path ?? ''))?.url ?? null } : { next: d.enabled === false ? [] : nextFirings(d) }),
     lastRun: last.get(String(d.id)) ?? null,
   })))
   if (v.json) {
@@ -221,7 +222,7 @@ async function listCommand(kind: DefinitionKind, argv: string[], io: CommandIO):
   }
   for (const r of rows) {
     const lastRun = r.lastRun ? `${r.lastRun.status} ${r.lastRun.createdAt}` : 'never run'
-    const what = kind === 'trigger' ? `${String(r.target)} ← ${(r as { endpoint?: string }).endpoint}` : `${String(r.target)} ${r.schedule !== undefined ? `${String(r.schedule)}${r.timezone ? ` (${String(r.timezone)})` : ''}` : `every ${String(r.every)}`}${(r as { next?: string[] }).next?.[0] ? `, next ${(r as { next?: string[] }).next![0]}` : ''}`
+    const what = kind === 'trigger' ? `${String(r.target)} ← ${(r as { endpoint?: string | null }).endpoint ?? `(no URL: the path "${String(r.path)}" does not compile)`}` : `${String(r.target)} ${r.schedule !== undefined ? `${String(r.schedule)}${r.timezone ? ` (${String(r.timezone)})` : ''}` : `every ${String(r.every)}`}${(r as { next?: string[] }).next?.[0] ? `, next ${(r as { next?: string[] }).next![0]}` : ''}`
     io.stdout(`${String(r.id)}  ${String(r.name)}${r.enabled ? '' : '  (disabled)'}\n  ${what}\n  last run: ${lastRun}\n`)
   }
   return EXIT.ok

@@ -4,7 +4,7 @@
 // and the command line give the very findings `hookgate compile` would.
 import { isMap, isScalar, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from 'yaml'
 import { DEFAULT_AGENT, slug } from '../compiler/expand.js'
-import type { PathSegment } from '../compiler/load.js'
+import { documentValue, type PathSegment } from '../compiler/load.js'
 import { preservingEdit } from './yaml-edit.js'
 
 export type DefinitionKind = 'trigger' | 'task'
@@ -157,9 +157,18 @@ export interface AgentView {
 
 /** hooks.yaml as plain data, or undefined when it is not valid YAML (an empty file is {}). */
 export function configValue(text: string): Record<string, any> | undefined {
+  const read = readConfigValue(text)
+  return 'value' in read ? read.value : undefined
+}
+
+/** hooks.yaml as plain data, or why not: not YAML, or aliases that would expand past the compiler's limit. */
+export function readConfigValue(text: string): { value: Record<string, any> } | { error: string } {
   const doc = parseDocument(text)
-  if (doc.errors.length > 0) return undefined
-  return (doc.toJS({ maxAliasCount: 1000 }) ?? {}) as Record<string, any>
+  if (doc.errors.length > 0) return { error: `not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}` }
+  // as the compiler reads it: an alias bomb is refused before it is expanded (compiler/load.ts)
+  const read = documentValue(doc)
+  if (!read.ok) return { error: read.message }
+  return { value: (read.value ?? {}) as Record<string, any> }
 }
 
 /** The agents with their definitions as the file has them (tolerant of a file that does not compile); none for a file that is not YAML. */

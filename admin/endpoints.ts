@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { ADDRESS_FILE } from '../runtime/service.js'
+import { hookName, normaliseBasePath } from '../runtime/hook-path.js'
 
 /** hooks.yaml as plain data (what yaml's toJS gives; {} for an empty file). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -20,14 +21,17 @@ export interface EndpointBase {
 export interface Endpoint { url: string; curl: string }
 
 /**
- * The endpoint of each Trigger path of one config: the base URL, base path and token expression
+ * The endpoint of each Trigger path of one config (null for a path the compiler refuses): the base URL, base path and token expression
  * are worked out once (the runtime's address file read once), however many paths are asked for.
  */
-export function endpointsOf(value: ConfigValue, where: EndpointBase): (triggerPath: string) => Endpoint {
+export function endpointsOf(value: ConfigValue, where: EndpointBase): (triggerPath: string) => Endpoint | null {
   const base = (where.publicUrl?.replace(/\/+$/, '') ?? runtimeAddress(where.stateDir)?.url ?? localRuntimeUrl(value)) + basePathOf(value)
   const token = tokenExpression(value, where.stateDir)
   return (triggerPath) => {
-    const url = `${base}/${triggerPath.replace(/^\/+|\/+$/g, '')}`
+    // The name as the compiler puts it in the route table (runtime/hook-path.ts); a path it refuses has no URL.
+    const name = hookName(triggerPath)
+    if (name === undefined) return null
+    const url = `${base}/${name}`
     return { url, curl: `curl -X POST '${url}' -H 'Content-Type: application/json' -H "Authorization: Bearer ${token}" -d '{"hello":"world"}'` }
   }
 }
@@ -45,8 +49,8 @@ export function runtimeAddress(stateDir: string): { url: string; basePath: strin
 /** hooks.path as the compiler normalises it (default /hooks). */
 export function basePathOf(value: ConfigValue): string {
   const raw = value.hooks?.path
-  const p = typeof raw === 'string' && raw.trim() !== '' ? raw.trim() : '/hooks'
-  return ('/' + p.replace(/^\/+|\/+$/g, '')).replace(/\/{2,}/g, '/')
+  const normal = normaliseBasePath(typeof raw === 'string' ? raw : '/hooks')
+  return normal === 'root' || normal === 'invalid' ? '/hooks' : normal
 }
 
 /** This hookgate as reached from its own host: server.host (a wildcard bind as 127.0.0.1) and server.port (default 8787). */

@@ -7,7 +7,7 @@
 // API (all JSON; `Authorization: Bearer <admin token>` or `x-hookgate-admin-token`):
 //   GET    /api/overview                         agents with their Triggers and Tasks, workflows, channels, the runtime
 //   POST   /api/check                            { kind, agentId, original, definition } → findings by field, next firings
-//   POST   /api/try                              { agentId, definition, payload, headers? } → what the Trigger would do
+//   POST   /api/try                              { agentId, definition, payload, headers? } → what the Trigger would do (in a recycled worker: dry-runs.ts)
 //   POST   /api/agents/:agent/triggers           create      (If-Match: the file hash the page read)
 //   PUT    /api/agents/:agent/triggers/:name     replace     (disable: enabled false)
 //   DELETE /api/agents/:agent/triggers/:name     delete
@@ -27,9 +27,9 @@ import { writeBundle } from '../compiler/emit.js'
 import { compileCron, compileEvery } from '../compiler/cron.js'
 import { slotClock } from '../runtime/scheduler/cron.js'
 import { AuthLimiter, presentedToken, tokenMatches } from '../runtime/http/auth.js'
-import { loadBundle } from '../runtime/bundle.js'
-import { dryRun } from '../runtime/try.js'
+import { DryRunFailed, DryRuns } from './dry-runs.js'
 import { basePathOf, displayPath, endpointsOf, runtimeAddress } from './endpoints.js'
+import { hookName } from '../runtime/hook-path.js'
 import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
 import { ConfigFile, splitFindings } from './config-file.js'
 import { History } from './history.js'
@@ -78,6 +78,7 @@ class ApiError extends Error {
 export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   const config = new ConfigFile(options.config, options.outDir, options.stateDir)
   const history = new History(options.stateDir, options.store)
+  const dryRuns = new DryRuns()
   const limiter = new AuthLimiter({ limit: 20, windowMs: 60_000, lockoutMs: 60_000, maxTrackedClients: 10_000 })
   const log = options.log ?? ((line: string) => process.stdout.write(line + '\n'))
   const files = new Map<string, Buffer>()
@@ -97,7 +98,12 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   })
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://admin')
+    let url: URL
+    try {
+      url = new URL(req.url ?? '/', 'http://admin')
+    } catch {
+      return send(res, 400, { ok: false, code: 'path_invalid', error: 'the request target is not a valid URL path' })
+    }
     const path = url.pathname
     const asset = STATIC[path]
     if (asset && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -164,14 +170,14 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     const run = /^\/api\/runs\/([^/]+)$/.exec(path)
     if (run) {
       if (method !== 'GET') return notAllowed('GET')
-      const detail = await history.detail(decodeURIComponent(run[1]!))
+      const detail = await history.detail(pathParam(run[1]!, 'run id'))
       return detail ? send(res, 200, detail) : send(res, 404, { ok: false, code: 'run_unknown', error: 'no run with that id in the history' })
     }
     const defs = /^\/api\/agents\/([^/]+)\/(triggers|tasks)(?:\/([^/]+))?$/.exec(path)
     if (defs) {
-      const agentId = decodeURIComponent(defs[1]!)
+      const agentId = pathParam(defs[1]!, 'agent id')
       const kind: DefinitionKind = defs[2] === 'triggers' ? 'trigger' : 'task'
-      const name = defs[3] === undefined ? null : decodeURIComponent(defs[3])
+      const name = defs[3] === undefined ? null : pathParam(defs[3], `${kind === 'trigger' ? 'Trigger' : 'Task'} name`)
       if (name === null && method !== 'POST') return notAllowed('POST')
       if (name !== null && method !== 'PUT' && method !== 'DELETE') return notAllowed('PUT, DELETE')
       const ifMatch = req.headers['if-match']?.replace(/^W\//, '').replace(/^"|"$/g, '')
@@ -245,11 +251,17 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
         throw new ApiError(422, 'config_invalid', 'the Trigger does not compile; fix the fields marked first', { findings: splitFindings(outcome.diagnostics, applied.at) })
       }
       writeBundle(scratch, outcome.result)
-      const bundle = await loadBundle(scratch)
       const headers: Record<string, string> = {}
       if (typeof b.headers === 'object' && b.headers !== null) for (const [k, v] of Object.entries(b.headers)) headers[k.toLowerCase()] = String(v)
-      const name = String(edit.definition!.path ?? '').replace(/^\/+|\/+$/g, '')
-      const answer = await dryRun(bundle, name, b.payload ?? {}, { headers, query: {} })
+      const name = hookName(String(edit.definition!.path ?? '')) ?? ''
+      // in a worker that is recycled: an imported bundle is never freed (admin/dry-runs.ts)
+      let answer
+      try {
+        answer = await dryRuns.run(scratch, name, b.payload ?? {}, headers)
+      } catch (err) {
+        if (err instanceof DryRunFailed) throw new ApiError(500, 'try_failed', `the dry run failed: ${err.message}`)
+        throw err
+      }
       return { status: answer.status, ...answer.body }
     } finally {
       rmSync(scratch, { recursive: true, force: true })
@@ -300,6 +312,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     server,
     close: async () => {
       history.close()
+      await dryRuns.close()
       for (const res of pending) res.destroy()
       await new Promise<void>((ok) => server.close(() => ok()))
       server.closeAllConnections()
@@ -314,6 +327,19 @@ const SECURITY_HEADERS = {
   'x-frame-options': 'DENY',
   'cross-origin-opener-policy': 'same-origin',
   'cross-origin-resource-policy': 'same-origin',
+}
+
+/**
+ * A segment of the request path, percent-decoded: the one place the API decodes one (the query is
+ * read through URLSearchParams, which never throws). Broken percent-encoding is the client's
+ * mistake, a 400 in the error shape, never a 500.
+ */
+function pathParam(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    throw new ApiError(400, 'path_invalid', `the ${what} in the path is not valid percent-encoding`)
+  }
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

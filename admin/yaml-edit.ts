@@ -4,6 +4,7 @@
 // twice, before and after the edit, and only the lines the edit changed are carried into the
 // original text: every other line stays byte for byte as it was.
 import { parseDocument, type Document, type ToStringOptions } from 'yaml'
+import { documentValue } from '../compiler/load.js'
 
 export class YamlEditError extends Error {
   override name = 'YamlEditError'
@@ -73,7 +74,10 @@ function indentationOf(text: string): Pick<ToStringOptions, 'indent' | 'indentSe
 function sameValue(x: string, y: string): boolean {
   const dx = parseDocument(x)
   const dy = parseDocument(y)
-  return dx.errors.length === 0 && dy.errors.length === 0 && JSON.stringify(dx.toJS()) === JSON.stringify(dy.toJS())
+  if (dx.errors.length > 0 || dy.errors.length > 0) return false
+  const vx = documentValue(dx)
+  const vy = documentValue(dy)
+  return vx.ok && vy.ok && JSON.stringify(vx.value) === JSON.stringify(vy.value)
 }
 
 /**

@@ -29,6 +29,7 @@ export interface Location {
 export const DiagnosticCodes = {
   YAML_SYNTAX: 'the file is not valid YAML',
   YAML_DUPLICATE_KEY: 'a key appears twice in one mapping',
+  YAML_ALIAS_EXPANSION: 'YAML aliases would add more than 1 MiB to the config when expanded',
   CONFIG_FILE_UNREADABLE: 'the config file cannot be read',
   SCHEMA_UNKNOWN_KEY: 'a key the schema does not know',
   SCHEMA_MISSING_KEY: 'a required key is missing',

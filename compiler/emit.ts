@@ -3,8 +3,9 @@
 // templates), manifest.json, and the transform modules beside them (one per transform.env list),
 // which only the runtime's worker threads import: no transform code runs on the main thread. User
 // text enters the generated code only through JSON.stringify; the output is byte-identical for
-// identical inputs.
-import { createHash } from 'node:crypto'
+// identical inputs. The files are written beside their places and renamed in (stageBundle), so a
+// write that fails leaves the out dir as it was.
+import { createHash, randomBytes } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve, sep } from 'node:path'
 import { build, type Message, type Metafile, type Plugin } from 'esbuild'
@@ -132,25 +133,96 @@ async function esbuildEntry(entry: string, configDir: string, loaded: LoadedConf
  * bundle names are removed; the previous one's stay, for a runtime still serving it.
  */
 export function writeBundle(outDir: string, result: EmitResult): string {
-  mkdirSync(outDir, { recursive: true })
+  const staged = stageBundle(outDir, result)
+  return staged.commit()
+}
+
+/** A bundle written beside its place and not yet in it: commit() puts it there, discard() leaves the out dir as it was. */
+export interface StagedBundle {
+  /** renames the bundle into place (its transform modules, manifest.json, then the bundle: the file the runtime watches); all of it or, on a failure (thrown), none */
+  commit(): string
+  /** removes what staging wrote (the out dir too, when staging created it) */
+  discard(): void
+}
+
+/**
+ * Writes every file of the bundle to a temp name in `outDir`: whatever fails here (an out dir that
+ * cannot be made, a full disk) fails before any file the runtime or a reader sees has changed.
+ * The control plane stages the bundle before it replaces hooks.yaml, so that a save is whole or
+ * nothing (admin/config-file.ts).
+ */
+export function stageBundle(outDir: string, result: EmitResult): StagedBundle {
+  const created = mkdirSync(outDir, { recursive: true })
   const bundlePath = join(outDir, BUNDLE_FILE)
   const manifestPath = join(outDir, MANIFEST_FILE)
-  let previous = ''
-  try { previous = readFileSync(bundlePath, 'utf8') } catch { /* first compile */ }
-  for (const m of result.transformModules) writeAtomic(join(outDir, m.file), m.code)
-  writeAtomic(manifestPath, JSON.stringify(result.manifest, null, 2) + '\n')
-  writeAtomic(bundlePath, result.code)
-  const keep = new Set([...result.transformModules.map((m) => m.file), ...(previous.match(/hookgate\.transforms\.[0-9a-f]{16}\.mjs/g) ?? [])])
-  for (const name of readdirSync(outDir)) {
-    if (TRANSFORMS_FILE.test(name) && !keep.has(name)) rmSync(join(outDir, name), { force: true })
+  const readOr = (path: string): string | undefined => { try { return readFileSync(path, 'utf8') } catch { return undefined } }
+  const previous = readOr(bundlePath) ?? ''
+  const previousManifest = readOr(manifestPath)
+  // [temp, final] in commit order; a transform module already there has the same content (its name is its hash)
+  const moves: Array<[string, string]> = []
+  const newModules: string[] = []
+  const discard = (): void => {
+    for (const [tmp] of moves) rmSync(tmp, { force: true })
+    if (created !== undefined) rmSync(created, { recursive: true, force: true })
   }
-  return bundlePath
+  try {
+    for (const m of result.transformModules) {
+      const path = join(outDir, m.file)
+      if (readOr(path) === m.code) continue
+      moves.push([writeTemp(path, m.code), path])
+      newModules.push(path)
+    }
+    moves.push([writeTemp(manifestPath, JSON.stringify(result.manifest, null, 2) + '\n'), manifestPath])
+    moves.push([writeTemp(bundlePath, result.code), bundlePath])
+  } catch (err) {
+    discard()
+    throw err
+  }
+  return {
+    discard,
+    commit() {
+      let done = 0
+      try {
+        for (const [tmp, path] of moves) {
+          renameSync(tmp, path)
+          done++
+        }
+      } catch (err) {
+        // Undo in reverse: the manifest as it was (or none), the new transform modules gone.
+        for (const [tmp] of moves.slice(done)) rmSync(tmp, { force: true })
+        try {
+          if (done > moves.length - 2) {
+            if (previousManifest === undefined) rmSync(manifestPath, { force: true })
+            else writeAtomic(manifestPath, previousManifest)
+          }
+          for (const path of newModules) rmSync(path, { force: true })
+        } catch (undo) {
+          throw new Error(`${(err as Error).message}; and putting ${MANIFEST_FILE} back failed too: ${(undo as Error).message}`)
+        }
+        throw err
+      }
+      const keep = new Set([...result.transformModules.map((m) => m.file), ...(previous.match(/hookgate\.transforms\.[0-9a-f]{16}\.mjs/g) ?? [])])
+      for (const name of readdirSync(outDir)) {
+        if (TRANSFORMS_FILE.test(name) && !keep.has(name)) rmSync(join(outDir, name), { force: true })
+      }
+      return bundlePath
+    },
+  }
+}
+
+function writeTemp(path: string, text: string): string {
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+  try {
+    writeFileSync(tmp, text)
+  } catch (err) {
+    rmSync(tmp, { force: true })
+    throw err
+  }
+  return tmp
 }
 
 function writeAtomic(path: string, text: string): void {
-  const tmp = `${path}.${process.pid}.tmp`
-  writeFileSync(tmp, text)
-  renameSync(tmp, path)
+  renameSync(writeTemp(path, text), path)
 }
 
 /** Builds every transform once: maps build errors, holds imports inside transformsDir, checks exports. Returns the input files. */

@@ -2,7 +2,7 @@
 // phase can point at the YAML node a finding is about (file:line:col plus JSON pointer).
 import { readFileSync, realpathSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
-import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml'
+import { LineCounter, isAlias, isMap, isPair, isScalar, isSeq, parseDocument, type Alias, type Document, type Node } from 'yaml'
 import type { DiagnosticBag, Location } from './diagnostics.js'
 
 export type PathSegment = string | number
@@ -71,14 +71,13 @@ export function parseConfigSource(source: string, absFile: string, bag: Diagnost
   for (const w of doc.warnings) {
     bag.warning('YAML_SYNTAX', firstLine(w.message), at(w.pos[0]))
   }
-  let value: unknown
-  try {
-    // Aliases are expanded here; a billion-laughs document is refused by the alias count limit.
-    value = doc.toJS({ maxAliasCount: 1000 })
-  } catch (err) {
-    bag.error('YAML_SYNTAX', firstLine((err as Error).message), at(0))
+  const expanded = documentValue(doc)
+  if (!expanded.ok) {
+    if (expanded.code === 'YAML_ALIAS_EXPANSION') bag.error(expanded.code, expanded.message, at(expanded.offset), expanded.hint)
+    else bag.error(expanded.code, firstLine(expanded.message), at(expanded.offset))
     return undefined
   }
+  const value = expanded.value
 
   const locateNode = (path: readonly PathSegment[], prefer: 'key' | 'value'): { node: Node | undefined; found: number } => {
     let node: unknown = doc.contents
@@ -130,6 +129,99 @@ export function parseConfigSource(source: string, absFile: string, bag: Diagnost
     },
     sourcePath: (path) => [...path],
   }
+}
+
+/**
+ * What YAML aliases may add to a config, in bytes, once every `*alias` is replaced by the value its
+ * anchor names (README, "The config"). A count of aliases is no bound: 149 aliases of one 100 KB
+ * string made a 14 MiB bundle, and a few more ran for minutes.
+ */
+export const MAX_ALIAS_EXPANSION_BYTES = 1024 * 1024
+
+export type DocumentValue =
+  | { ok: true; value: unknown }
+  | { ok: false; code: 'YAML_ALIAS_EXPANSION' | 'YAML_SYNTAX'; message: string; hint?: string; offset: number }
+
+/**
+ * A parsed document's plain value, its aliases expanded only after what they add has been measured
+ * against MAX_ALIAS_EXPANSION_BYTES: the one way the compiler, the operator page and the Gmail
+ * helper turn hooks.yaml into data (an overview, a listing or a check never expands a bomb either).
+ * Refused: where the alias that passes the limit stands.
+ */
+export function documentValue(doc: Document, limit = MAX_ALIAS_EXPANSION_BYTES): DocumentValue {
+  const over = aliasPastLimit(doc, limit)
+  if (over) {
+    return {
+      ok: false,
+      code: 'YAML_ALIAS_EXPANSION',
+      message: Number.isFinite(over.size)
+        ? `alias *${over.name} expands to ${formatBytes(over.size)}, taking what aliases add to the config past ${formatBytes(limit)}`
+        : `alias *${over.name} stands inside its own anchor, so it would expand without end`,
+      hint: 'an alias repeats the whole value of its anchor: write the value out where it is needed, or share smaller values',
+      offset: over.offset,
+    }
+  }
+  try {
+    return { ok: true, value: doc.toJS({ maxAliasCount: 1000 }) }
+  } catch (err) {
+    return { ok: false, code: 'YAML_SYNTAX', message: (err as Error).message, offset: 0 }
+  }
+}
+
+/**
+ * Walks the document once in source order, adding up what each alias expands to (its anchor's value
+ * with every alias inside it expanded too, measured once per node), and stops at the first alias
+ * that takes the sum past `limit`. An alias inside its own anchor expands without end.
+ */
+function aliasPastLimit(doc: Document, limit: number): { name: string; size: number; offset: number } | undefined {
+  const anchors = new Map<string, unknown>()
+  const targets = new Map<Alias, unknown>()
+  const sizes = new Map<unknown, number>()
+  /** bytes of the node with every alias in it expanded (roughly its JSON: quotes and separators counted as 2 and 1) */
+  const expandedSize = (node: unknown): number => {
+    if (node === null || node === undefined) return 4
+    const known = sizes.get(node)
+    if (known !== undefined) return known
+    sizes.set(node, Infinity)
+    let size = 2
+    if (isAlias(node)) size = expandedSize(targets.get(node))
+    else if (isScalar(node)) size += typeof node.value === 'string' ? Buffer.byteLength(node.value) : String(node.value).length
+    else if (isMap(node)) for (const pair of node.items) size += expandedSize(pair.key) + expandedSize(pair.value) + 2
+    else if (isSeq(node)) for (const item of node.items) size += expandedSize(item) + 1
+    sizes.set(node, size)
+    return size
+  }
+  let added = 0
+  const visit = (node: unknown): { name: string; size: number; offset: number } | undefined => {
+    if (isAlias(node)) {
+      targets.set(node, anchors.get(node.source))
+      const size = expandedSize(node)
+      added += size
+      return added > limit ? { name: node.source, size, offset: node.range?.[0] ?? 0 } : undefined
+    }
+    if (isScalar(node) || isMap(node) || isSeq(node)) {
+      // an anchor names the node from here on (a later one of the same name replaces it)
+      if (node.anchor) anchors.set(node.anchor, node)
+      if (isMap(node)) {
+        for (const pair of node.items) {
+          const found = visit(pair.key) ?? visit(pair.value)
+          if (found) return found
+        }
+      } else if (isSeq(node)) {
+        for (const item of node.items) {
+          const found = visit(item)
+          if (found) return found
+        }
+      }
+    }
+    return undefined
+  }
+  return visit(doc.contents)
+}
+
+function formatBytes(n: number): string {
+  const fixed = (x: number) => x.toFixed(1).replace(/\.0$/, '')
+  return n >= 1024 * 1024 ? `${fixed(n / 1024 / 1024)} MiB` : n >= 1024 ? `${fixed(n / 1024)} KiB` : `${n} bytes`
 }
 
 function realDirOf(absFile: string): string {

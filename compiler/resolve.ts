@@ -14,6 +14,7 @@ import { LeftOut } from './validate.js'
 import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleStore, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
 import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/open.js'
 import { DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
+import { hookName, normaliseBasePath } from '../runtime/hook-path.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
 export type { SecretSpec }
@@ -98,7 +99,6 @@ export const DEFAULT_STORE = { hostTtlMs: 15_000, sweepMs: 5_000, maxConnections
 const STORE_URL_ENV = 'HOOKGATE_STORE_URL'
 
 const RESERVED_NAMES = new Set(['wake', 'agent'])
-const SEGMENT = /^[A-Za-z0-9._~:@!$&'()*+,;=-]+$/
 const ENV_REF = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/
 const TRANSFORM_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs']
 
@@ -150,9 +150,12 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
   for (const spec of expanded.routes) {
     const location = at(spec.configPath)
     const matchPathAt = spec.preset ? spec.configPath : spec.definitionKind === 'trigger' ? [...spec.configPath, 'path'] : [...spec.configPath, 'match', 'path']
-    const name = normaliseName(spec.matchPath)
+    const name = hookName(spec.matchPath)
     if (name === undefined) {
-      bag.error('MATCH_PATH_INVALID', `path "${spec.matchPath}" is not a usable name under ${basePath}: use segments of letters, digits and - _ . ~ separated by /`, at(matchPathAt))
+      // `a//b`: refused rather than served as `a/b`, since a sender given the path as written would get 404.
+      const single = hookName(spec.matchPath.replace(/\/{2,}/g, '/'))
+      if (single !== undefined) bag.error('MATCH_PATH_INVALID', `path "${spec.matchPath}" has an empty segment (//): ${basePath}/${spec.matchPath.replace(/^\/+|\/+$/g, '')} would answer 404`, at(matchPathAt), `write path: ${single}`)
+      else bag.error('MATCH_PATH_INVALID', `path "${spec.matchPath}" is not a usable name under ${basePath}: use segments of letters, digits and - _ . ~ separated by /`, at(matchPathAt))
       continue
     }
     if (RESERVED_NAMES.has(name)) {
@@ -348,28 +351,20 @@ export function envNameOf(words: string): string {
   return /^[A-Z_]/.test(name) ? name : `_${name}`
 }
 
-/** '/hooks/' → '/hooks'; '/' and paths with '?', '#', '..' or spaces are errors. */
+/** '/hooks/' → '/hooks'; '/' and paths with '?', '#', '..' or spaces are errors (runtime/hook-path.ts). */
 function resolveBasePath(raw: string, loaded: LoadedConfig, bag: DiagnosticBag): string {
   const where = loaded.locate(['hooks', 'path'])
-  const segments = raw.split('/').filter((s) => s.length > 0)
-  if (segments.length === 0) {
+  const normal = normaliseBasePath(raw)
+  if (normal === 'root') {
     bag.error('BASE_PATH_INVALID', `hooks.path "${raw}" would put the hooks at the root of the server`, where, 'use a path like /hooks')
     return '/hooks'
   }
-  if (segments.some((s) => s === '.' || s === '..' || !SEGMENT.test(s))) {
+  if (normal === 'invalid') {
     bag.error('BASE_PATH_INVALID', `hooks.path "${raw}" is not a plain URL path (no ?, #, %, spaces, "." or ".." segments)`, where)
     return '/hooks'
   }
-  const normal = '/' + segments.join('/')
   if (normal !== raw) bag.warning('BASE_PATH_NORMALISED', `hooks.path "${raw}" is served as "${normal}"`, where, `write path: ${normal}`)
   return normal
-}
-
-/** 'github', '/github/' → 'github'; 'a/b' stays; undefined when it cannot be a name. */
-export function normaliseName(raw: string): string | undefined {
-  const segments = raw.split('/').filter((s) => s.length > 0)
-  if (segments.length === 0 || segments.some((s) => s === '.' || s === '..' || !SEGMENT.test(s))) return undefined
-  return segments.join('/')
 }
 
 /** '30s' → 30, '5m' → 300, 'off' → null (the schema already checked the form). */

@@ -5,6 +5,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
+import { documentValue } from '../compiler/load.js'
 import { hookTokenValue, secretSpecOf } from '../admin/tokens.js'
 import { resolveSecretValue } from '../runtime/secrets.js'
 import { basePathOf, localRuntimeUrl, stateDirOf } from '../admin/endpoints.js'
@@ -71,7 +72,10 @@ export function loadHelperConfig(file: string, stateFlag?: string): HelperConfig
   }
   const doc = parseDocument(text)
   if (doc.errors.length > 0) throw new HelperConfigError(`${file} is not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}`)
-  const value = (doc.toJS() ?? {}) as Record<string, any>
+  // as the compiler reads it: an alias bomb is refused before it is expanded
+  const read = documentValue(doc)
+  if (!read.ok) throw new HelperConfigError(`${file}: ${read.message}`)
+  const value = (read.value ?? {}) as Record<string, any>
   const dir = dirname(abs)
   const stateDir = stateDirOf(abs, value, stateFlag)
   const g = (value.hooks?.gmail ?? {}) as Record<string, any>

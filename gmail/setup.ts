@@ -5,17 +5,17 @@
 //   3. the push subscription sends to the push endpoint, with the push token in its query (Pub/Sub
 //      cannot send headers) and, when asked, an OIDC token signed as a service account;
 //   4. the mailbox's watch publishes to the topic (renewed by `run`; it lasts 7 days);
-//   5. hooks.yaml has hooks.gmail, presets: [gmail] and enabled: true, with comments kept, and
-//      compiles; secrets in it are { file } references, never values.
+//   5. hooks.yaml has hooks.gmail, presets: [gmail] and enabled: true, with comments kept; it is
+//      saved through the control plane's one save path (admin/config-file.ts: compiled first, then
+//      written with its bundle, both or neither); secrets in it are { file } references, never values.
 // `--dry-run` prints the plan and calls nothing.
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 import { isMap, isSeq, type Document, type YAMLMap } from 'yaml'
 import { readCommandArgs } from '../runtime/commands.js'
-import { compileSource } from '../compiler/index.js'
 import { formatText } from '../compiler/diagnostics.js'
-import { hashText, writeAtomically } from '../admin/config-file.js'
+import { hashText, saveConfig } from '../admin/config-file.js'
 import { preservingEdit } from '../admin/yaml-edit.js'
 import { googleBases, parseServiceAccountKey } from './google.js'
 import { DEFAULTS, HelperConfigError, defaultHookUrl, PUSH_TOKEN_FILE, loadHelperConfig, readJsonFile, readRef, writeSecretFile, type GmailSettings, type HelperConfig, type Ref } from './config.js'
@@ -32,7 +32,7 @@ export interface WatchRecord { account: string; topicName: string; labels: strin
 /** A watch with more than this left is kept as it is. */
 const WATCH_FRESH_MS = 24 * 3_600_000
 
-type Flags = Record<string, string | string[] | boolean | undefined> & { config: string; state?: string; label: string[] }
+type Flags = Record<string, string | string[] | boolean | undefined> & { config: string; state?: string; out: string; label: string[] }
 
 export async function setupCommand(argv: string[], io: CommandIO): Promise<number> {
   const parsed = readCommandArgs('webhooks gmail setup', argv, io)
@@ -112,13 +112,13 @@ export async function setupCommand(argv: string[], io: CommandIO): Promise<numbe
     step(4, `watch ${settings.account}`, `started (history ${watch.historyId}, until ${new Date(Number(watch.expiration)).toISOString()})`)
   }
 
-  const written = await writeConfig(config, settings, io)
+  const written = await writeConfig(config, settings, v.out, io)
   if (written === undefined) return EXIT.refused
   step(5, relative(process.cwd(), config.file) || config.file, written ? 'hooks.gmail, presets: [gmail], enabled: true written' : 'unchanged')
 
   say('')
   say('next:')
-  if (written) say(`  hookgate compile ${relative(process.cwd(), config.file) || config.file}   (a running hookgate serve reloads the new bundle; npm start compiles itself)`)
+  if (written) say(`  the bundle in ${v.out} has /hooks/gmail now: a running hookgate serve --bundle ${v.out} reloads it (npm start compiles itself)`)
   say(`  hookgate webhooks gmail run --config ${relative(process.cwd(), config.file) || config.file}   (receives pushes on http://${settings.receiver.host}:${settings.receiver.port}${settings.receiver.path})`)
   say(`  make ${settings.pushEndpoint} reach that receiver (a reverse proxy or tunnel with TLS; Pub/Sub pushes only to https)`)
   return EXIT.ok
@@ -234,7 +234,7 @@ function gmailBlock(s: GmailSettings, value: Record<string, any>): Record<string
 }
 
 /** Writes hooks.gmail, the preset and enabled into hooks.yaml when they differ; undefined after a refusal (said on stderr). */
-async function writeConfig(config: HelperConfig, settings: GmailSettings, io: CommandIO): Promise<boolean | undefined> {
+async function writeConfig(config: HelperConfig, settings: GmailSettings, outDir: string, io: CommandIO): Promise<boolean | undefined> {
   const block = gmailBlock(settings, config.value)
   const text = preservingEdit(config.text, (doc: Document) => {
     const current = doc.getIn(['hooks', 'gmail'], true)
@@ -256,21 +256,21 @@ async function writeConfig(config: HelperConfig, settings: GmailSettings, io: Co
     if (doc.getIn(['hooks', 'enabled']) !== true) doc.setIn(['hooks', 'enabled'], true)
   })
   if (text === config.text) return false
-  return checkAndWrite(config, text, io)
+  return save(config, text, outDir, io)
 }
 
-/** The new text must compile (nothing is written otherwise), and the file must not have changed since it was read. */
-async function checkAndWrite(config: HelperConfig, text: string, io: CommandIO): Promise<boolean | undefined> {
-  const outcome = await compileSource(text, config.file, { outDir: join(config.dir, 'dist'), check: true })
-  if (!outcome.ok) {
-    io.stderr(`hookgate webhooks gmail setup: ${relative(process.cwd(), config.file) || config.file} would not compile with hooks.gmail written; nothing was written. The findings (lines as the file would read):\n`)
-    for (const d of outcome.diagnostics.filter((x) => x.severity === 'error')) io.stderr(formatText(d) + '\n')
-    return undefined
-  }
-  if (hashText(readFileSync(config.file, 'utf8')) !== hashText(config.text)) {
+/** Through the control plane's one save path: compiled first, then hooks.yaml and the bundle written, both or neither. */
+async function save(config: HelperConfig, text: string, outDir: string, io: CommandIO): Promise<boolean | undefined> {
+  const shown = relative(process.cwd(), config.file) || config.file
+  const saved = await saveConfig({ file: config.file, outDir, text, baseHash: hashText(config.text) })
+  if (saved.ok) return true
+  if (saved.code === 'config_invalid') {
+    io.stderr(`hookgate webhooks gmail setup: ${shown} would not compile with hooks.gmail written; nothing was written. The findings (lines as the file would read):\n`)
+    for (const d of (saved.diagnostics ?? []).filter((x) => x.severity === 'error')) io.stderr(formatText(d) + '\n')
+  } else if (saved.code === 'config_changed') {
     io.stderr(`hookgate webhooks gmail setup: ${config.file} changed on disk while setup ran; run it again (every step already done is kept)\n`)
-    return undefined
+  } else {
+    io.stderr(`hookgate webhooks gmail setup: ${saved.error}\n`)
   }
-  writeAtomically(config.file, text)
-  return true
+  return undefined
 }

@@ -11,6 +11,7 @@ import { storeMigrateCommand } from './store/store-cli.js'
 import { isPostgresUrl } from './store/open.js'
 import { tasksCommand } from './scheduler/tasks-cli.js'
 import { dryRun } from './try.js'
+import { hookName } from './hook-path.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
@@ -124,7 +125,9 @@ async function tryCommand(argv: string[]): Promise<number> {
   }
 
   const basePrefix = bundle.config.basePath.slice(1) + '/'
-  const name = positionals[0]!.replace(/^\/+/, '').replace(new RegExp('^' + basePrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), '').replace(/\/+$/, '')
+  const asked = positionals[0]!.replace(/^\/+/, '').replace(new RegExp('^' + basePrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), '')
+  // As the compiler named the routes (runtime/hook-path.ts); a name it would refuse is looked up as given, and not found.
+  const name = hookName(asked) ?? asked
   const print = (status: number, body: Record<string, unknown>) => {
     process.stdout.write(JSON.stringify({ status, ...body }, null, 2) + '\n')
     return status < 300 ? EXIT.ok : EXIT.refused

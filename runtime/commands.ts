@@ -248,6 +248,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       'the edit is compiled before anything is written: a config error prints file:line:col findings and changes nothing (exit 1);',
       'hooks.enabled is set to true, and a hook token is generated into the state directory when hooks.token is missing;',
       'prints the endpoint URL and a curl line. Exit 0 saved, 1 refused (config error, name taken), 2 usage error',
+      'or a file that could not be written (hooks.yaml and the bundle are then both left as they were)',
     ],
   },
   {
@@ -292,6 +293,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     notes: [
       'prints the next five firing times. Exit 0 saved, 1 refused (config error, name taken), 2 usage error',
+      'or a file that could not be written (hooks.yaml and the bundle are then both left as they were)',
     ],
   },
   {
@@ -369,6 +371,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       { name: 'oidc-service-account', value: 'EMAIL', description: 'have Pub/Sub sign each push as this service account, and run check it' },
       { name: 'oidc-audience', value: 'URL', description: 'the audience of those tokens (default: --push-endpoint)' },
       ...GMAIL_FLAGS,
+      { name: 'out', value: 'DIR', default: 'dist', description: 'where the recompiled bundle is written when hooks.yaml changes (the folder `hookgate serve --bundle` reads)' },
       { name: 'dry-run', description: 'print the plan and call nothing, write nothing' },
     ],
     notes: [

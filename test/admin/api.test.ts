@@ -4,8 +4,9 @@
 // Every answer is checked for a stack trace; every error for the one error shape.
 import { createHash, randomBytes } from 'node:crypto'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { connect } from 'node:net'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startAdmin, CSP, type AdminServer } from '../../admin/server.js'
@@ -263,6 +264,46 @@ auth('an unknown path is a 404 in the error shape, and a wrong method a 405', as
   assertApiError(await api(admin, '/api/agents/main/triggers', { method: 'GET' }), 405, 'method_not_allowed')
 })
 
+auth('malformed percent-encoding in a path segment is a 400 path_invalid, never a 500, and writes nothing', async (ctx) => {
+  const { admin, project } = await fresh(ctx)
+  const before = readFileSync(project.configFile)
+  const bad = '%E0%A4%A'
+  const cases: Array<[string, string, unknown?]> = [
+    ['GET', `/api/runs/${bad}`],
+    ['POST', `/api/agents/${bad}/triggers`, { definition: { name: 'x', path: 'x', target: 'wake' } }],
+    ['POST', `/api/agents/${bad}/tasks`, { definition: { name: 'x', every: '1h', target: 'wake' } }],
+    ['PUT', `/api/agents/main/triggers/${bad}`, { definition: { name: 'x', path: 'x', target: 'wake' } }],
+    ['DELETE', `/api/agents/main/triggers/${bad}`],
+    ['PUT', `/api/agents/main/tasks/${bad}`, { definition: { name: 'x', every: '1h', target: 'wake' } }],
+    ['DELETE', `/api/agents/main/tasks/%`],
+  ]
+  for (const [method, path, body] of cases) {
+    const r = await api(admin, path, { method, body, ifMatch: sha256(before) })
+    assertApiError(r, 400, 'path_invalid')
+    assert.match(r.json.error, /percent-encoding/)
+  }
+  // The query is read leniently: a broken escape there is a filter that matches nothing.
+  const runs = await api(admin, `/api/runs?definition=${bad}&status=${bad}`)
+  assert.is(runs.status, 200, runs.text)
+  // A request target that is no URL path at all (fetch cannot send one: a raw request).
+  const raw = await rawRequest(admin.url, `GET //[ HTTP/1.1\r\nhost: admin\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\nconnection: close\r\n\r\n`)
+  assert.match(raw, /^HTTP\/1\.1 400 /, raw)
+  assert.equal(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4)).code, 'path_invalid')
+  assert.equal(readFileSync(project.configFile), before)
+})
+
+/** Sends `text` as it is and resolves with everything the server answered. */
+function rawRequest(url: string, text: string): Promise<string> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(text))
+    let answer = ''
+    socket.setEncoding('utf8').on('data', (d: string) => { answer += d })
+    socket.on('end', () => resolve(answer))
+    socket.on('error', reject)
+  })
+}
+
 auth.run()
 
 // ---------------------------------------------------------------------------------------------
@@ -400,6 +441,23 @@ overview('a config that does not compile still lists its definitions, with the d
   }
 })
 
+overview('an alias bomb in hooks.yaml is answered with its finding at the alias, not expanded into the overview', async ({ admin, project }) => {
+  const good = readFileSync(project.configFile, 'utf8')
+  // 149 Triggers whose prompt is an alias of one 100 KB string: 110 KB of YAML, 14.9 MB expanded
+  const bomb = [`        prompt: &big "${'x'.repeat(100_000)}"`]
+  for (let i = 0; i < 149; i++) bomb.push(`      - { name: t${i}, path: t${i}, target: wake, prompt: *big }`)
+  try {
+    writeFileSync(project.configFile, good.replace('        prompt: "Deploy {{payload.service}} finished"   # the prompt', bomb.join('\n')))
+    const r = await api(admin, '/api/overview')
+    assert.is(r.status, 200, r.text.slice(0, 500))
+    assert.equal(r.json.diagnostics.map((d: any) => d.code), ['YAML_ALIAS_EXPANSION'])
+    assert.match(r.json.diagnostics[0].message, /^alias \*big /)
+    assert.ok(r.text.length < 1024 * 1024, `the overview is ${r.text.length} bytes`)
+  } finally {
+    writeFileSync(project.configFile, good)
+  }
+})
+
 function assertBerlinMornings(next: unknown): void {
   assert.ok(Array.isArray(next) && next.length === 5, JSON.stringify(next))
   const berlin = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit', weekday: 'short', hourCycle: 'h23' })
@@ -446,6 +504,18 @@ check('an invalid path is MATCH_PATH_INVALID under fields.path', async ({ admin 
   const d = r.findings.fields.path[0]
   assert.type(d.line, 'number')
   assert.type(d.message, 'string')
+})
+
+check('a Trigger path with an empty segment (a//b) is a finding under fields.path and gets no URL the runtime would answer 404 to', async ({ admin }) => {
+  const r = await checkTrigger(admin, { name: 'Doubled', path: 'builds//done', target: 'wake' })
+  assert.is(r.ok, false)
+  assert.equal(codesAt(r, 'path'), ['MATCH_PATH_INVALID'], JSON.stringify(r.findings))
+  assert.is(r.findings.fields.path[0].hint, 'write path: builds/done')
+  assert.is(r.endpoint, null)
+  // with slashes around it, the URL is the name the route table has
+  const around = await checkTrigger(admin, { name: 'Around', path: '/builds/done/', target: 'wake' })
+  assert.is(around.ok, true, JSON.stringify(around.findings))
+  assert.match(around.endpoint.url, /\/hooks\/builds\/done$/)
 })
 
 check('a reserved path is a finding under fields.path', async ({ admin }) => {
@@ -610,6 +680,31 @@ edits('an edit that does not compile is a 422 with findings; hooks.yaml and the 
   assert.ok(body.findings.fields.path.some((d: any) => d.code === 'MATCH_PATH_INVALID'))
   assert.equal(readFileSync(plain.project.configFile), before)
   assert.equal(bundleBytes(plain.project), bundle)
+})
+
+edits('a save whose bundle cannot be written answers 500 save_failed and changes neither hooks.yaml nor the bundle', async () => {
+  const { project, admin } = await freshAdmin(BASE)
+  try {
+    const before = readFileSync(project.configFile)
+    const manifest = readFileSync(join(project.outDir, 'manifest.json'))
+    // a directory where the bundle file goes: staging succeeds, putting it in place cannot
+    rmSync(join(project.outDir, BUNDLE_FILE))
+    mkdirSync(join(project.outDir, BUNDLE_FILE, 'in-the-way'), { recursive: true })
+    const put = await api(admin, '/api/agents/main/triggers/Paused', { method: 'PUT', body: { definition: { name: 'Paused', path: 'paused', target: 'wake' } }, ifMatch: sha256(before) })
+    const body = assertApiError(put, 500, 'save_failed')
+    assert.match(body.error, /hooks\.yaml and the bundle are unchanged/)
+    assert.equal(readFileSync(project.configFile), before)
+    assert.equal(readFileSync(join(project.outDir, 'manifest.json')), manifest)
+    // and the out dir where a file is: nothing written either
+    rmSync(project.outDir, { recursive: true })
+    writeFileSync(project.outDir, 'not a directory\n')
+    const post = await api(admin, '/api/agents/main/tasks', { body: { definition: { name: 'Hourly', every: '1h', target: 'wake' } }, ifMatch: sha256(before) })
+    assertApiError(post, 500, 'save_failed')
+    assert.equal(readFileSync(project.configFile), before)
+    assert.equal(readdirSync(project.dir).sort(), ['dist', 'hooks.yaml', 'state'], 'a temp file was left behind')
+  } finally {
+    await admin.close()
+  }
 })
 
 edits('a valid save keeps every comment and untouched line byte for byte, answers the endpoint at the runtime address, and no longer waits out a stale address.json', async ({ plain }) => {

@@ -1,11 +1,14 @@
 // `hookgate trigger add|list|rm` and `hookgate task add|list|rm` through the real executable:
 // exit 0 saved, 1 refused (a config error, a name taken, an unknown name), 2 usage; a refused
 // edit prints file:line:col findings and changes nothing on disk.
-import { existsSync, readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { BUNDLE_FILE } from '../../runtime/bundle-format.js'
+import { mountSmallDisk } from '../helpers/full-disk.js'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { describeRun, hookgate, scratchDir, stdoutJson, writeTree, type CliResult } from './cli-helpers.js'
+import { post, spawnServe, until } from '../runtime/http/harness.js'
 
 const CONFIG = `# a config edited from the command line
 hooks:
@@ -106,6 +109,45 @@ triggers('--agent puts the Trigger under that agent; an unknown agent is refused
   assert.match(unknown.stderr, /no agent "nobody"/)
 })
 
+triggers('a Trigger path with an empty segment (a//b) is refused at file:line:col, not printed as a URL the runtime answers 404 to', async () => {
+  const dir = project()
+  const r = await run(dir, ['trigger', 'add', '--name', 'Doubled', '--path', 'builds//done', '--target', 'wake'])
+  assert.is(r.code, 1, describeRun(r))
+  assert.match(r.stderr, /^hooks\.yaml:\d+:\d+: error MATCH_PATH_INVALID: path "builds\/\/done" has an empty segment/m)
+  assert.match(r.stderr, /hint: write path: builds\/done/)
+  assert.is(r.stdout, '')
+  assert.is(configOf(dir), CONFIG)
+  // One written by hand is listed without a URL rather than with a wrong one.
+  const hand = project(CONFIG.replace('path: deploys', 'path: deploys//done'))
+  const list = await run(hand, ['trigger', 'list', '--json'])
+  assert.is(list.code, 0, describeRun(list))
+  assert.is((stdoutJson(list) as Array<{ endpoint: unknown }>)[0]!.endpoint, null)
+})
+
+triggers('the printed endpoint URL is the one the runtime serves, for a path written with slashes around it', async () => {
+  const dir = project()
+  process.env.HOOKGATE_TOKEN ??= 'a-test-hook-token-of-enough-length'
+  const compiled = await run(dir, ['compile', 'hooks.yaml', '--out', 'dist'])
+  assert.is(compiled.code, 0, describeRun(compiled))
+  const server = await spawnServe(join(dir, 'dist'), join(dir, '.hookgate'))
+  try {
+    const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', '/builds/done/', '--target', 'wake', '--prompt', 'build {{payload.id}}'])
+    assert.is(r.code, 0, describeRun(r))
+    const url = r.stdout.trim().split('\n')[0]!
+    assert.is(url, `${server.origin}/hooks/builds/done`)
+    // the runtime reloads the bundle it watches; then the printed URL answers the wake
+    const reply = await until('the printed URL to answer', async () => {
+      const res = await post(server.origin, new URL(url).pathname, process.env.HOOKGATE_TOKEN!, { id: 7 })
+      return res.status === 404 ? undefined : res
+    }, 10_000)
+    assert.is(reply.status, 200, reply.text)
+    assert.is(reply.json.action, 'wake')
+  } finally {
+    server.kill()
+    await server.exited
+  }
+})
+
 triggers('list --json prints every Trigger with its agent, id, enabled, endpoint and last run', async () => {
   const dir = project()
   const r = await run(dir, ['trigger', 'list', '--json'])
@@ -181,6 +223,85 @@ for (const sub of ['add', 'list', 'rm']) {
     assert.is(configOf(dir), CONFIG)
   })
 }
+
+// ---- a save is whole or nothing: hooks.yaml and the bundle change together or not at all -----
+
+/** Every file under `dir` (names relative to it), for "nothing left behind" checks. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath ?? e.path, e.name))).sort()
+}
+
+triggers('a bundle that cannot be written (a file where the out dir should be) leaves hooks.yaml as it was (exit 2)', async () => {
+  const dir = project()
+  writeFileSync(join(dir, 'dist'), 'not a directory\n')
+  const before = filesUnder(dir)
+  const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake'])
+  assert.is(r.code, 2, describeRun(r))
+  assert.match(r.stderr, /cannot write the bundle into dist: .*hooks\.yaml and the bundle are unchanged/)
+  assert.is(r.stdout, '')
+  assert.is(configOf(dir), CONFIG)
+  assert.is(readFileSync(join(dir, 'dist'), 'utf8'), 'not a directory\n')
+  assert.equal(filesUnder(dir), before, 'a temp file was left behind')
+})
+
+triggers('a bundle that cannot be put in place (a directory where the bundle file goes) puts hooks.yaml and manifest.json back (exit 2)', async () => {
+  const dir = project()
+  const compiled = await run(dir, ['compile', 'hooks.yaml', '--out', 'dist'])
+  assert.is(compiled.code, 0, describeRun(compiled))
+  const manifest = readFileSync(join(dir, 'dist', 'manifest.json'))
+  rmSync(join(dir, 'dist', BUNDLE_FILE))
+  mkdirSync(join(dir, 'dist', BUNDLE_FILE, 'in-the-way'), { recursive: true })
+  const before = filesUnder(dir)
+  const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake'])
+  assert.is(r.code, 2, describeRun(r))
+  assert.match(r.stderr, /hooks\.yaml and the bundle are unchanged/)
+  assert.is(configOf(dir), CONFIG)
+  assert.equal(readFileSync(join(dir, 'dist', 'manifest.json')), manifest)
+  assert.equal(filesUnder(dir), before, 'a temp file was left behind')
+})
+
+triggers('hooks.yaml that cannot be written (its disk full) leaves the bundle as it was and no temp file (exit 2)', async () => {
+  const disk = mountSmallDisk(256)
+  if (!disk) {
+    console.log('  (skipped: this process may not mount a tmpfs)')
+    return
+  }
+  try {
+    const out = scratchDir('definitions-out-')
+    writeTree(disk.dir, { 'hooks.yaml': CONFIG })
+    const args = ['--config', join(disk.dir, 'hooks.yaml'), '--out', join(out, 'dist'), '--state', join(out, 'state')]
+    const compiled = await run(out, ['compile', join(disk.dir, 'hooks.yaml'), '--out', join(out, 'dist')])
+    assert.is(compiled.code, 0, describeRun(compiled))
+    const bundle = readFileSync(join(out, 'dist', BUNDLE_FILE))
+    const manifest = readFileSync(join(out, 'dist', 'manifest.json'))
+    disk.fill()
+    const before = filesUnder(disk.dir)
+    const r = await run(out, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake', ...args])
+    assert.is(r.code, 2, describeRun(r))
+    assert.match(r.stderr, /hookgate trigger add: the save could not be written: cannot write .*hooks\.yaml: .*ENOSPC.*; hooks\.yaml and the bundle are unchanged/)
+    assert.is(readFileSync(join(disk.dir, 'hooks.yaml'), 'utf8'), CONFIG)
+    assert.equal(readFileSync(join(out, 'dist', BUNDLE_FILE)), bundle)
+    assert.equal(readFileSync(join(out, 'dist', 'manifest.json')), manifest)
+    assert.equal(filesUnder(disk.dir), before, 'a temp file was left behind')
+    assert.equal(filesUnder(join(out, 'dist')), ['hookgate.bundle.mjs', 'manifest.json'])
+  } finally {
+    disk.unmount()
+  }
+})
+
+triggers('a symlinked hooks.yaml is edited through the link: the link stays, its target gets the edit with its mode', async () => {
+  const dir = scratchDir('definitions-link-')
+  writeTree(dir, { 'configs/real.yaml': CONFIG })
+  chmodSync(join(dir, 'configs/real.yaml'), 0o640)
+  symlinkSync('configs/real.yaml', join(dir, 'hooks.yaml'))
+  const r = await run(dir, ['trigger', 'add', '--name', 'Build done', '--path', 'builds', '--target', 'wake'])
+  assert.is(r.code, 0, describeRun(r))
+  assert.ok(lstatSync(join(dir, 'hooks.yaml')).isSymbolicLink(), 'the link was replaced by a plain file')
+  assert.is(readlinkSync(join(dir, 'hooks.yaml')), 'configs/real.yaml')
+  assert.match(readFileSync(join(dir, 'configs/real.yaml'), 'utf8'), /- name: Build done\n\s+path: builds\n/)
+  assert.is(statSync(join(dir, 'configs/real.yaml')).mode & 0o777, 0o640)
+  assert.equal(filesUnder(join(dir, 'configs')), ['real.yaml'])
+})
 
 triggers.run()
 

@@ -49,7 +49,7 @@ function project(): { dir: string; config: string; args: string[] } {
     '.hookgate/gmail/refresh-token.json': JSON.stringify({ mailbox: MAILBOX, client_id: client.installed.client_id, refresh_token: google.refreshTokenFor(MAILBOX, client), createdAt: new Date().toISOString() }),
   })
   const config = join(dir, 'hooks.yaml')
-  return { dir, config, args: ['--config', config, '--account', MAILBOX, '--project', PROJECT, '--pubsub-key', join(dir, 'secrets/pubsub.json'), '--oauth-client', join(dir, 'secrets/client.json'), '--push-endpoint', 'https://hooks.example.com/gmail-pubsub'] }
+  return { dir, config, args: ['--config', config, '--out', join(dir, 'dist'), '--account', MAILBOX, '--project', PROJECT, '--pubsub-key', join(dir, 'secrets/pubsub.json'), '--oauth-client', join(dir, 'secrets/client.json'), '--push-endpoint', 'https://hooks.example.com/gmail-pubsub'] }
 }
 
 const writes = (from: number) => google.requests.slice(from).filter((r) => r.method !== 'GET' && !r.path.startsWith('/token') && !r.path.endsWith(':getIamPolicy'))
@@ -114,6 +114,10 @@ setup('the first setup creates the topic, grants Gmail publish rights keeping ot
   assert.not.match(text, pushToken, 'no secret in hooks.yaml')
   const compiled = await compileFile(p.config, { outDir: join(p.dir, 'dist'), check: true })
   assert.ok(compiled.ok, JSON.stringify(compiled.diagnostics))
+  // saved with its bundle, through the page's save path: the runtime watching dist serves /hooks/gmail
+  const manifest = JSON.parse(readFileSync(join(p.dir, 'dist', 'manifest.json'), 'utf8'))
+  assert.is(manifest.inputsHash, compiled.result!.manifest.inputsHash)
+  assert.ok(manifest.routes.some((route: { name: string }) => route.name === 'gmail'), JSON.stringify(manifest.routes))
 })
 
 setup('running setup again changes nothing: no write call to Google, hooks.yaml byte for byte the same', async () => {
@@ -133,7 +137,7 @@ setup('a changed push endpoint patches only the subscription', async () => {
   const p = project()
   assert.is((await hookgate(['webhooks', 'gmail', 'setup', ...p.args])).code, 0)
   const from = google.requests.length
-  const r = await hookgate(['webhooks', 'gmail', 'setup', '--config', p.config, '--push-endpoint', 'https://mail.example.com/push'])
+  const r = await hookgate(['webhooks', 'gmail', 'setup', '--config', p.config, '--out', join(p.dir, 'dist'), '--push-endpoint', 'https://mail.example.com/push'])
   assert.is(r.code, 0, r.stderr)
   assert.equal(writes(from).map((x) => x.method + ' ' + x.path.split('?')[0]), ['PATCH /v1/projects/hookgate-test/subscriptions/hookgate-gmail-push'])
   assert.match(google.subscriptions.get(`projects/${PROJECT}/subscriptions/hookgate-gmail-push`).pushConfig.pushEndpoint, 'https://mail.example.com/push?token=')
