@@ -220,7 +220,7 @@ export function compileCondition(value: unknown, at: PathSegment[], loaded: Load
           error(checked.code, checked.message, at, 'value', checked.hint)
           return undefined
         }
-        patterns.push({ programSize: checked.programSize, path: at })
+        patterns.push({ programSize: checked.programSize, path: at, textual })
         code = `h.test(t, ${i}, ${valueCode}, whenRegex[${pool.regex(expected, flags)}])`
         break
       }

@@ -10,8 +10,8 @@
 //     is CONDITION_REGEX_UNSUPPORTED with a hint for the rewrite, anything else CONDITION_REGEX_INVALID;
 //   - the work budget (CONDITION_REGEX_UNSAFE): one request on a hook name may run every pattern of
 //     every mapping on it, each over a text as long as the body (at most the largest body limit on
-//     the name; headers and query values at most Node's 16 KiB of headers). The sum of their
-//     program sizes times that length must stay within MATCH_WORK_BUDGET, measured (test/bench/
+//     the name) or, for a header or query value, as Node's 16 KiB of headers. The sum of their
+//     program sizes times those lengths must stay within MATCH_WORK_BUDGET, measured (test/bench/
 //     regex.bench.mjs, RESULTS.md) so that the worst patterns within it answer a body at the limit
 //     in well under 100 ms and leave /healthz answering meanwhile.
 import { RE2JS } from 're2js'
@@ -23,9 +23,10 @@ const compilePattern = patternCompilerOf(RE2JS)
 
 /**
  * Program instructions × characters one request's patterns may cost: 32 instructions over a body at
- * the default 256 KiB limit, 128 at 64 KiB. Measured on a 2-core machine: the costliest patterns per
- * instruction (`a[ab]{28}$` on random a/b text defeats RE2's DFA cache) run about 1.5 ms per
- * instruction over 256 KiB, so a request within the budget matches in ~50 ms at worst.
+ * the default 256 KiB limit, 128 at 64 KiB, 512 over 16 KiB of headers. Measured on the 2-core
+ * development machine (test/bench/regex.bench.mjs): the costliest pattern within it we found,
+ * `a[ab]{28}$` on random a/b text (which defeats RE2's DFA cache: a state per position), matches
+ * 256 KiB in about 20 ms of CPU once warm and 70 ms at its first call; `deploy.*to.*prod` in 0.2 ms.
  */
 export const MATCH_WORK_BUDGET = 32 * 262144
 /** Node's default limit on a request's headers: no header or query value is longer. */
@@ -73,6 +74,8 @@ export interface PatternUse {
   programSize: number
   /** where the pattern is in the config */
   path: PathSegment[]
+  /** it reads a header or query value (at most HEADER_BYTES), not the payload */
+  textual: boolean
 }
 
 /** A mapping as the work budget sees it: its hook name, its body limit and its patterns in order. */
@@ -88,20 +91,22 @@ export function checkPatternBudget(routes: readonly PatternRoute[], loaded: Load
   for (const r of routes) byName.set(r.name, [...(byName.get(r.name) ?? []), r])
   for (const [name, list] of byName) {
     // the body is read up to the largest limit on the name before a mapping is chosen
-    const textBytes = Math.max(HEADER_BYTES, ...list.map((r) => r.maxBodyBytes))
-    const allowed = Math.floor(MATCH_WORK_BUDGET / textBytes)
-    let total = 0
-    for (const use of list.flatMap((r) => r.patterns)) {
-      total += use.programSize
-      if (total <= allowed) continue
-      const all = list.reduce((n, r) => n + r.patterns.reduce((m, u) => m + u.programSize, 0), 0)
-      const fits = Math.floor(MATCH_WORK_BUDGET / all)
-      const lower = fits >= HEADER_BYTES ? `, or set maxBodyBytes to at most ${fits} on the mappings of "${name}"` : ''
-      bag.error('CONDITION_REGEX_UNSAFE',
-        `the regular expressions one request on hook "${name}" may run are too costly: their RE2 programs total ${all} instructions (this one ${use.programSize}), more than the ${allowed} that a ${textBytes}-byte body allows`,
-        loaded.locate(use.path, 'value'),
-        `each instruction may cost a pass over the text: use equals or in where the values are known, fewer or shorter patterns, (?:…) rather than (…)${lower}`)
-      break
-    }
+    const bodyBytes = Math.max(...list.map((r) => r.maxBodyBytes))
+    const uses = list.flatMap((r) => r.patterns)
+    const textOf = (u: PatternUse) => (u.textual ? HEADER_BYTES : bodyBytes)
+    let work = 0
+    const over = uses.find((u) => (work += u.programSize * textOf(u)) > MATCH_WORK_BUDGET)
+    if (over === undefined) continue
+    const sum = (textual: boolean) => uses.filter((u) => u.textual === textual).reduce((n, u) => n + u.programSize, 0)
+    const [onBody, onHeaders] = [sum(false), sum(true)]
+    const allowed = Math.floor(MATCH_WORK_BUDGET / bodyBytes)
+    const spent = onHeaders === 0
+      ? `their RE2 programs total ${onBody} instructions over a ${bodyBytes}-byte body (this one ${over.programSize}), where the budget allows ${allowed}`
+      : `their RE2 programs total ${onBody} instructions over a ${bodyBytes}-byte body and ${onHeaders} over headers and query (this one ${over.programSize}), where the budget allows ${allowed} over the body, or ${Math.floor(MATCH_WORK_BUDGET / HEADER_BYTES)} over headers and query`
+    // the body limit at which these patterns would fit, if lowering it can do it
+    const fits = onBody === 0 ? 0 : Math.floor((MATCH_WORK_BUDGET - onHeaders * HEADER_BYTES) / onBody)
+    const lower = fits >= 1024 ? `, or set maxBodyBytes to at most ${fits} on the mappings of "${name}"` : ''
+    bag.error('CONDITION_REGEX_UNSAFE', `the regular expressions one request on hook "${name}" may run cost too much: ${spent}`, loaded.locate(over.path, 'value'),
+      `each instruction may cost a pass over the text: use equals or in where the values are known, fewer or shorter patterns, (?:…) rather than (…)${lower}`)
   }
 }
