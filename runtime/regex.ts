@@ -7,7 +7,9 @@
 //
 // re2js is loaded only when a bundle has a `matches` condition, the way undici is loaded only at the
 // first call out: its import costs parsing 260 KB, which a runtime without regular expressions never
-// needs to pay. The standalone runtime finds it beside itself (dist/hookgate-re2.mjs).
+// needs to pay. The standalone runtime finds it beside itself (dist/hookgate-re2.mjs). Each compiled
+// pattern keeps a lazily built DFA cache, at most 8 MB (re2js's default budget; past it the cache is
+// reset, or the match falls back to RE2's NFA, still linear).
 import type { RE2JS } from 're2js'
 import type { CompiledPattern, PatternCompiler } from './bundle-format.js'
 
