@@ -32,6 +32,8 @@ export const MATCH_WORK_BUDGET = 32 * 262144
 /** Node's default limit on a request's headers: no header or query value is longer. */
 const HEADER_BYTES = 16384
 
+const SYNTAX = 'matches is RE2 syntax (github.com/google/re2/wiki/Syntax)'
+
 export type PatternCheck =
   | { ok: true; programSize: number }
   | { ok: false; code: 'CONDITION_REGEX_INVALID' | 'CONDITION_REGEX_UNSUPPORTED'; message: string; hint?: string }
@@ -51,7 +53,7 @@ export function checkPattern(source: string, flags: string): PatternCheck {
   } catch {
     javascriptTakesIt = false
   }
-  if (!javascriptTakesIt) return { ok: false, code: 'CONDITION_REGEX_INVALID', message: `invalid regular expression ${shown}: ${reason}` }
+  if (!javascriptTakesIt) return { ok: false, code: 'CONDITION_REGEX_INVALID', message: `invalid regular expression ${shown}: ${reason}`, hint: SYNTAX }
   const unsupported = (what: string, hint: string): PatternCheck => ({ ok: false, code: 'CONDITION_REGEX_UNSUPPORTED', message: `regular expression ${shown} uses ${what}, which RE2 does not have`, hint })
   if (/invalid escape sequence: `\\[1-9k]/.test(reason)) {
     return unsupported('a backreference', 'RE2 matches in time linear in the text, which backreferences rule out: spell out the repeated text, or compare two fields with a transform')
@@ -65,7 +67,7 @@ export function checkPattern(source: string, flags: string): PatternCheck {
   if (/invalid escape sequence: `\\[uc]/.test(reason) && translated !== source && checkPattern(translated, flags).ok) {
     return { ok: false, code: 'CONDITION_REGEX_UNSUPPORTED', message: `regular expression ${shown} is not RE2 syntax: ${reason}`, hint: `RE2 writes a code point as \\x{…}: ${JSON.stringify(translated)}` }
   }
-  const counted = /invalid repeat count/.test(reason) ? 'RE2 counts repetitions up to 1000' : 'matches is RE2 syntax (github.com/google/re2/wiki/Syntax)'
+  const counted = /invalid repeat count/.test(reason) ? 'RE2 counts repetitions up to 1000' : SYNTAX
   return { ok: false, code: 'CONDITION_REGEX_UNSUPPORTED', message: `regular expression ${shown} is not RE2 syntax: ${reason}`, hint: counted }
 }
 

@@ -41,7 +41,7 @@ for (const [source, message, hint] of UNSUPPORTED) {
 
 refused('a pattern that neither RE2 nor JavaScript takes is CONDITION_REGEX_INVALID, in RE2\'s words', () => {
   const r = checkPattern('(a+', '')
-  assert.equal(r, { ok: false, code: 'CONDITION_REGEX_INVALID', message: 'invalid regular expression "(a+": missing closing ): `(a+`' })
+  assert.equal(r, { ok: false, code: 'CONDITION_REGEX_INVALID', message: 'invalid regular expression "(a+": missing closing ): `(a+`', hint: 'matches is RE2 syntax (github.com/google/re2/wiki/Syntax)' })
 })
 
 accepted.run()
