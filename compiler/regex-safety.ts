@@ -26,7 +26,8 @@ const compilePattern = patternCompilerOf(RE2JS)
  * the default 256 KiB limit, 128 at 64 KiB, 512 over 16 KiB of headers. Measured on the 2-core
  * development machine (test/bench/regex.bench.mjs): the costliest pattern within it we found,
  * `a[ab]{28}$` on random a/b text (which defeats RE2's DFA cache: a state per position), matches
- * 256 KiB in about 20 ms of CPU once warm and 70 ms at its first call; `deploy.*to.*prod` in 0.2 ms.
+ * 256 KiB in about 25 ms of CPU once warm and 75 ms at its first call, and a request with it holds
+ * the server's event loop about 15 ms; `deploy.*to.*prod` takes 0.2 ms.
  */
 export const MATCH_WORK_BUDGET = 32 * 262144
 /** Node's default limit on a request's headers: no header or query value is longer. */
