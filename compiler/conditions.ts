@@ -1,7 +1,7 @@
 // Compiles a mapping's `match.when` into the JS source of a predicate `(c, h, t) => boolean` that
 // calls only the helpers of runtime/conditions.ts, and reports every mistake in it at its line:
-// unknown operators, malformed paths, operands of the wrong shape, invalid or unsafe regular
-// expressions (see regex-safety.ts).
+// unknown operators, malformed paths, operands of the wrong shape, regular expressions that are not
+// RE2 syntax (see regex-safety.ts, which also bounds what a hook name's patterns may cost).
 //
 // The language: a condition is a mapping whose entries must all hold. An entry is `all: [conditions]`,
 // `any: [conditions]`, `not: condition`, or a path (`payload.a.b[0]`, `body.…`, `headers.<name>`,
@@ -9,12 +9,13 @@
 // `{ in: [values] }`, `{ exists: true|false }`, `{ matches: regex, flags?: imsu }`.
 //
 // Security: user text reaches the generated code only through JSON.stringify (string literals and
-// JSON.parse'd constants) or as decimal indexes; regular expressions are built once when the bundle
-// loads, from their JSON-escaped source.
+// JSON.parse'd constants) or as decimal indexes; patterns are compiled once when the bundle loads,
+// from their JSON-escaped source, by the runtime's RE2 engine (runtime/regex.ts).
 import { closest, type DiagnosticBag } from './diagnostics.js'
 import { pointer, type LoadedConfig, type PathSegment } from './load.js'
 import { parseReference } from './templates.js'
-import { checkRegexSafety } from './regex-safety.js'
+import { checkPattern, type PatternUse } from './regex-safety.js'
+import { PATTERN_FLAGS } from '../runtime/regex.js'
 import type { ConditionLeaf, ConditionNode } from '../runtime/bundle-format.js'
 
 export interface CompiledCondition {
@@ -22,6 +23,8 @@ export interface CompiledCondition {
   code: string
   leaves: ConditionLeaf[]
   tree: ConditionNode
+  /** its `matches`, in order, with their RE2 program sizes: the hook name's work budget adds them up */
+  patterns: PatternUse[]
 }
 
 /** Regular expressions and non-scalar operands shared by every condition of a bundle, built once at load. */
@@ -49,10 +52,10 @@ const COMBINATORS = ['all', 'any', 'not'] as const
 const OPERATORS = ['equals', 'in', 'exists', 'matches'] as const
 type Operator = (typeof OPERATORS)[number]
 const ROOTS = ['payload', 'body', 'headers', 'query']
-const FLAGS = /^(?!.*(.).*\1)[imsu]*$/
 
 export function compileCondition(value: unknown, at: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag, pool: ConditionPool): CompiledCondition | undefined {
   const leaves: ConditionLeaf[] = []
+  const patterns: PatternUse[] = []
   let failed = false
   const error = (code: Parameters<DiagnosticBag['error']>[0], message: string, path: PathSegment[], prefer: 'key' | 'value', hint?: string) => {
     failed = true
@@ -165,7 +168,7 @@ export function compileCondition(value: unknown, at: PathSegment[], loaded: Load
           error('CONDITION_INVALID', 'flags go with matches only', [...path, 'flags'], 'key')
           return undefined
         }
-        if (typeof v.flags !== 'string' || !FLAGS.test(v.flags)) {
+        if (typeof v.flags !== 'string' || !PATTERN_FLAGS.test(v.flags)) {
           error('CONDITION_INVALID', 'flags must be some of i, m, s and u, each at most once', [...path, 'flags'], 'value')
           return undefined
         }
@@ -212,18 +215,12 @@ export function compileCondition(value: unknown, at: PathSegment[], loaded: Load
           error('CONDITION_INVALID', 'matches takes a regular expression written as a string', at, 'value')
           return undefined
         }
-        try {
-          new RegExp(expected, flags)
-        } catch (err) {
-          error('CONDITION_REGEX_INVALID', `invalid regular expression ${JSON.stringify(expected)}: ${lowerFirst((err as Error).message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, ''))}`, at, 'value')
+        const checked = checkPattern(expected, flags)
+        if (!checked.ok) {
+          error(checked.code, checked.message, at, 'value', checked.hint)
           return undefined
         }
-        const safety = checkRegexSafety(expected, flags)
-        if (!safety.safe) {
-          error('CONDITION_REGEX_UNSAFE', `regular expression ${JSON.stringify(expected)} could take exponential time on some inputs: ${safety.reason}`, at, 'value',
-            'rewrite it without a repeated group around a repetition or overlapping alternatives, e.g. ^(?:[a-z]+-)*$ becomes ^[a-z-]*$')
-          return undefined
-        }
+        patterns.push({ programSize: checked.programSize, path: at, textual })
         code = `h.test(t, ${i}, ${valueCode}, whenRegex[${pool.regex(expected, flags)}])`
         break
       }
@@ -248,7 +245,7 @@ export function compileCondition(value: unknown, at: PathSegment[], loaded: Load
 
   const root = condition(value, at)
   if (failed || root === undefined) return undefined
-  return { code: `(c, h, t) => ${root.code}`, leaves, tree: root.tree }
+  return { code: `(c, h, t) => ${root.code}`, leaves, tree: root.tree, patterns }
 }
 
 function isMapping(v: unknown): v is Record<string, unknown> {
@@ -274,6 +271,3 @@ function lit(v: unknown): string {
   return JSON.stringify(v).replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029')
 }
 
-function lowerFirst(s: string): string {
-  return s.charAt(0).toLowerCase() + s.slice(1)
-}

@@ -336,14 +336,21 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
   // Everything sits inside one exported function and is built when the runtime calls it: Node never
   // frees an imported module, but what the function returns is freed once a reload replaces it;
   // only the module's source and its code stay behind.
-  lines.push('export function bundle() {')
+  const pool = compiled.conditions
+  // A bundle with patterns asks for the runtime's pattern engine (RE2, runtime/regex.ts); one
+  // without never makes the runtime load it.
+  if (pool.regexes.length > 0) lines.push('export const needsPatterns = true;')
+  lines.push('export function bundle(engines) {')
   // Data as JSON text: one string constant instead of bytecode building each object literal.
   const parse = (v: unknown) => `JSON.parse(${lit(JSON.stringify(v))})`
   lines.push(`const manifest = ${parse(manifest)};`)
   lines.push(`const config = ${parse(runtimeConfig)};`)
-  // match.when constants: regular expressions built here, once per load, never per request
-  const pool = compiled.conditions
-  lines.push(`const whenRegex = [${pool.regexes.map((r) => `new RegExp(${lit(r.source)}, ${lit(r.flags)})`).join(', ')}];`)
+  // match.when constants: patterns compiled here by the runtime's RE2 engine, once per load, never
+  // per request. A runtime of an older format hands no engine: it gets none, and refuses the bundle
+  // by its format version (checked once bundle() returns) instead of failing here.
+  const patterns = pool.regexes.map((r) => `compilePattern(${lit(r.source)}, ${lit(r.flags)})`).join(', ')
+  lines.push(`const compilePattern = engines?.compilePattern;`)
+  lines.push(`const whenRegex = compilePattern ? [${patterns}] : [];`)
   lines.push(`const whenValues = ${parse(pool.values)};`)
   const routeData: unknown[] = []
   const routeLines: string[] = []

@@ -1,262 +1,115 @@
-// Decides at compile time whether a `match.when` regular expression could backtrack exponentially.
-// The runtime's engine (V8's irregexp) backtracks, so a pattern such as `(a+)+$` can take minutes on
-// a 30-character payload field; such a pattern must never reach a bundle.
+// Decides at compile time whether a `match.when` pattern can run on the runtime's engine, and
+// bounds what the patterns can cost one request. The rule it keeps: no accepted condition can
+// stall the event loop (issue 23: `deploy.*to.*prod`, accepted while V8's backtracking irregexp ran
+// the patterns, blocked every request, /healthz included, for seconds on a 10 KB body).
 //
-// The check is sound and deliberately simple (it rejects some safe patterns, never lets through an
-// exponential one): exponential backtracking needs a loop that can read the same text in two ways.
-// So a pattern is refused when it has
-//   - a backreference (`\1`, `\k<name>`): matching with them is NP-hard in general;
-//   - a repeated group (`*`, `+`, `{n,}`, `{n,m}` with m > 1) holding another repetition with more
-//     than one round: `(a+)+`, `(a*)*`, `(\w+\s?)*`, `(?:a{2})*`;
-//   - a repeated group whose alternatives (expanded into fixed sequences of characters) are not
-//     prefix-free: `(a|a)*`, `(a|ab)*`, `(|a)+`, `(a?)*`, `([a-z]|x)+`. A prefix-free set of
-//     alternatives reads any text in at most one way, so the loop cannot branch;
-//   - a lookaround inside a repeated group (too rich for this check).
-// Polynomial backtracking (`.*a.*b` on a long text) is not refused; the body limit bounds it.
-// No npm package was taken for this: none is in the shared install, and the rules above are short.
+// The runtime matches with RE2 (re2js, runtime/regex.ts), which never backtracks: a match costs at
+// most a constant times the text's length times the pattern's program size. So two checks remain:
+//   - the pattern must be RE2 syntax. It is compiled here by the very function the runtime uses;
+//     what RE2 refuses but JavaScript takes (backreferences, lookahead, lookbehind, `\u` escapes)
+//     is CONDITION_REGEX_UNSUPPORTED with a hint for the rewrite, anything else CONDITION_REGEX_INVALID;
+//   - the work budget (CONDITION_REGEX_UNSAFE): one request on a hook name may run every pattern of
+//     every mapping on it, each over a text as long as the body (at most the largest body limit on
+//     the name) or, for a header or query value, as Node's 16 KiB of headers. The sum of their
+//     program sizes times those lengths must stay within MATCH_WORK_BUDGET, measured (test/bench/
+//     regex.bench.mjs, RESULTS.md) so that the worst patterns within it answer a body at the limit
+//     in well under 100 ms and leave /healthz answering meanwhile.
+import { RE2JS } from 're2js'
+import { patternCompilerOf } from '../runtime/regex.js'
+import type { DiagnosticBag } from './diagnostics.js'
+import type { LoadedConfig, PathSegment } from './load.js'
 
-export type RegexSafety = { safe: true } | { safe: false; reason: string }
+const compilePattern = patternCompilerOf(RE2JS)
 
-/** One character the pattern reads: the source of a regex that matches exactly that character. */
-interface CharAtom { kind: 'char'; source: string }
-type RegexNode =
-  | CharAtom
-  | { kind: 'seq'; items: RegexNode[] }
-  | { kind: 'alt'; alts: RegexNode[] }
-  | { kind: 'group'; body: RegexNode; look: boolean }
-  | { kind: 'repeat'; body: RegexNode; min: number; max: number }
-  | { kind: 'assert' }
-  | { kind: 'backref' }
+/**
+ * Program instructions × characters one request's patterns may cost: 32 instructions over a body at
+ * the default 256 KiB limit, 128 at 64 KiB, 512 over 16 KiB of headers. Measured on the 2-core
+ * development machine (test/bench/regex.bench.mjs): the costliest pattern within it we found,
+ * `a[ab]{28}$` on random a/b text (which defeats RE2's DFA cache: a state per position), matches
+ * 256 KiB in about 25 ms of CPU once warm and 75 ms at its first call, and a request with it holds
+ * the server's event loop about 15 ms; `deploy.*to.*prod` takes 0.2 ms.
+ */
+export const MATCH_WORK_BUDGET = 32 * 262144
+/** Node's default limit on a request's headers: no header or query value is longer. */
+const HEADER_BYTES = 16384
 
-/** Words (alternatives expanded into character sequences) kept per repeated group before giving up. */
-const MAX_WORDS = 64
+const SYNTAX = 'matches is RE2 syntax (github.com/google/re2/wiki/Syntax)'
 
-/** `source` must already be a valid pattern for `flags` (new RegExp accepted it). */
-export function checkRegexSafety(source: string, flags: string): RegexSafety {
-  const tree = new Parser(source).parse()
-  const reason = findHazard(tree, flags)
-  return reason === undefined ? { safe: true } : { safe: false, reason }
+export type PatternCheck =
+  | { ok: true; programSize: number }
+  | { ok: false; code: 'CONDITION_REGEX_INVALID' | 'CONDITION_REGEX_UNSUPPORTED'; message: string; hint?: string }
+
+/** Compiles `source` as the runtime will; on refusal says why, and how to write it in RE2 where it can. */
+export function checkPattern(source: string, flags: string): PatternCheck {
+  let reason: string
+  try {
+    return { ok: true, programSize: compilePattern(source, flags).programSize() }
+  } catch (err) {
+    reason = (err as Error).message.replace(/^error parsing regexp: /, '')
+  }
+  const shown = JSON.stringify(source)
+  let javascriptTakesIt = true
+  try {
+    new RegExp(source, flags)
+  } catch {
+    javascriptTakesIt = false
+  }
+  if (!javascriptTakesIt) return { ok: false, code: 'CONDITION_REGEX_INVALID', message: `invalid regular expression ${shown}: ${reason}`, hint: SYNTAX }
+  const unsupported = (what: string, hint: string): PatternCheck => ({ ok: false, code: 'CONDITION_REGEX_UNSUPPORTED', message: `regular expression ${shown} uses ${what}, which RE2 does not have`, hint })
+  if (/invalid escape sequence: `\\[1-9k]/.test(reason)) {
+    return unsupported('a backreference', 'RE2 matches in time linear in the text, which backreferences rule out: spell out the repeated text, or compare two fields with a transform')
+  }
+  const look = /(?:unsupported Perl syntax|invalid named capture): `\(\?(<?[=!])/.exec(reason)
+  if (look) {
+    return unsupported(look[1]!.startsWith('<') ? 'a lookbehind' : 'a lookahead', 'for "does not contain" write not: { PATH: { matches: … } }, and for two requirements all: [ … ]')
+  }
+  // JavaScript-only spellings that RE2 writes otherwise (\u00e9 is \x{00e9}, \cA is \x01)
+  const translated = RE2JS.translateRegExp(source)
+  if (/invalid escape sequence: `\\[uc]/.test(reason) && translated !== source && checkPattern(translated, flags).ok) {
+    return { ok: false, code: 'CONDITION_REGEX_UNSUPPORTED', message: `regular expression ${shown} is not RE2 syntax: ${reason}`, hint: `RE2 writes a code point as \\x{…}: ${JSON.stringify(translated)}` }
+  }
+  const counted = /invalid repeat count/.test(reason) ? 'RE2 counts repetitions up to 1000' : SYNTAX
+  return { ok: false, code: 'CONDITION_REGEX_UNSUPPORTED', message: `regular expression ${shown} is not RE2 syntax: ${reason}`, hint: counted }
 }
 
-class Parser {
-  private i = 0
-  constructor(private readonly s: string) {}
-
-  parse(): RegexNode {
-    const node = this.alternation()
-    // A stray ')' cannot occur: the pattern compiled. Anything left is read as more alternatives.
-    return this.i < this.s.length ? { kind: 'seq', items: [node, this.alternation()] } : node
-  }
-
-  private alternation(): RegexNode {
-    const alts = [this.sequence()]
-    while (this.s[this.i] === '|') {
-      this.i++
-      alts.push(this.sequence())
-    }
-    return alts.length === 1 ? alts[0]! : { kind: 'alt', alts }
-  }
-
-  private sequence(): RegexNode {
-    const items: RegexNode[] = []
-    while (this.i < this.s.length && this.s[this.i] !== '|' && this.s[this.i] !== ')') {
-      let atom = this.atom()
-      for (;;) {
-        const q = this.quantifier()
-        if (!q) break
-        atom = { kind: 'repeat', body: atom, min: q.min, max: q.max }
-      }
-      items.push(atom)
-    }
-    return items.length === 1 ? items[0]! : { kind: 'seq', items }
-  }
-
-  private quantifier(): { min: number; max: number } | undefined {
-    const c = this.s[this.i]
-    let q: { min: number; max: number } | undefined
-    if (c === '*') q = { min: 0, max: Infinity }
-    else if (c === '+') q = { min: 1, max: Infinity }
-    else if (c === '?') q = { min: 0, max: 1 }
-    if (q) {
-      this.i++
-    } else if (c === '{') {
-      const m = /^\{(\d+)(,(\d*))?\}/.exec(this.s.slice(this.i))
-      if (!m) return undefined
-      this.i += m[0].length
-      const min = Number(m[1])
-      q = { min, max: m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]) }
-    } else {
-      return undefined
-    }
-    if (this.s[this.i] === '?') this.i++ // lazy: the same paths, tried in another order
-    return q
-  }
-
-  private atom(): RegexNode {
-    const s = this.s
-    const c = s[this.i]!
-    if (c === '(') {
-      this.i++
-      let look = false
-      if (s.startsWith('?:', this.i)) this.i += 2
-      else if (s.startsWith('?=', this.i) || s.startsWith('?!', this.i)) { this.i += 2; look = true }
-      else if (s.startsWith('?<=', this.i) || s.startsWith('?<!', this.i)) { this.i += 3; look = true }
-      else if (s.startsWith('?<', this.i)) this.i = s.indexOf('>', this.i) + 1
-      const body = this.alternation()
-      this.i++ // ')'
-      return { kind: 'group', body, look }
-    }
-    if (c === '[') {
-      const start = this.i
-      this.i++
-      if (s[this.i] === '^') this.i++
-      while (this.i < s.length && s[this.i] !== ']') this.i += s[this.i] === '\\' ? 2 : 1
-      this.i++
-      return { kind: 'char', source: s.slice(start, this.i) }
-    }
-    if (c === '\\') return this.escape()
-    this.i++
-    if (c === '^' || c === '$') return { kind: 'assert' }
-    if (c === '.') return { kind: 'char', source: '.' }
-    return literal(c)
-  }
-
-  private escape(): RegexNode {
-    const s = this.s
-    const start = this.i
-    const c = s[this.i + 1] ?? ''
-    this.i += 2
-    if (/[1-9]/.test(c)) return { kind: 'backref' }
-    if (c === 'k' && s[this.i] === '<') return { kind: 'backref' }
-    if (c === 'b' || c === 'B') return { kind: 'assert' }
-    if (/[dDwWsS]/.test(c)) return { kind: 'char', source: '\\' + c }
-    if ((c === 'p' || c === 'P') && s[this.i] === '{') this.i = s.indexOf('}', this.i) + 1
-    else if (c === 'u' && s[this.i] === '{') this.i = s.indexOf('}', this.i) + 1
-    else if (c === 'u' && /^[0-9a-fA-F]{4}$/.test(s.slice(this.i, this.i + 4))) this.i += 4
-    else if (c === 'x' && /^[0-9a-fA-F]{2}$/.test(s.slice(this.i, this.i + 2))) this.i += 2
-    else if (c === 'c' && /^[A-Za-z]$/.test(s[this.i] ?? '')) this.i += 1
-    return { kind: 'char', source: s.slice(start, this.i) }
-  }
+/** One `matches` of a mapping, as conditions.ts compiled it. */
+export interface PatternUse {
+  programSize: number
+  /** where the pattern is in the config */
+  path: PathSegment[]
+  /** it reads a header or query value (at most HEADER_BYTES), not the payload */
+  textual: boolean
 }
 
-function literal(c: string): CharAtom {
-  return { kind: 'char', source: `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` }
+/** A mapping as the work budget sees it: its hook name, its body limit and its patterns in order. */
+export interface PatternRoute {
+  name: string
+  maxBodyBytes: number
+  patterns: readonly PatternUse[]
 }
 
-function findHazard(node: RegexNode, flags: string): string | undefined {
-  switch (node.kind) {
-    case 'backref':
-      return 'backreferences are not allowed'
-    case 'char':
-    case 'assert':
-      return undefined
-    case 'seq':
-      return firstOf(node.items, (n) => findHazard(n, flags))
-    case 'alt':
-      return firstOf(node.alts, (n) => findHazard(n, flags))
-    case 'group':
-      return findHazard(node.body, flags)
-    case 'repeat': {
-      const inner = findHazard(node.body, flags)
-      if (inner !== undefined || node.max <= 1) return inner
-      if (hasRepetition(node.body)) return 'a repeated group holds another repetition (nested quantifiers such as (a+)+)'
-      const words = expand(node.body)
-      if (words === undefined) return 'a repeated group holds a lookaround or too many alternatives to check'
-      if (!prefixFree(words, flags)) return 'the alternatives of a repeated group overlap, so it can read the same text in several ways (such as (a|a)* or (a|ab)*)'
-      return undefined
-    }
+/** Reports, once per hook name, the pattern at which the name's patterns go over the work budget. */
+export function checkPatternBudget(routes: readonly PatternRoute[], loaded: LoadedConfig, bag: DiagnosticBag): void {
+  const byName = new Map<string, PatternRoute[]>()
+  for (const r of routes) byName.set(r.name, [...(byName.get(r.name) ?? []), r])
+  for (const [name, list] of byName) {
+    // the body is read up to the largest limit on the name before a mapping is chosen
+    const bodyBytes = Math.max(...list.map((r) => r.maxBodyBytes))
+    const uses = list.flatMap((r) => r.patterns)
+    const textOf = (u: PatternUse) => (u.textual ? HEADER_BYTES : bodyBytes)
+    let work = 0
+    const over = uses.find((u) => (work += u.programSize * textOf(u)) > MATCH_WORK_BUDGET)
+    if (over === undefined) continue
+    const sum = (textual: boolean) => uses.filter((u) => u.textual === textual).reduce((n, u) => n + u.programSize, 0)
+    const [onBody, onHeaders] = [sum(false), sum(true)]
+    const allowed = Math.floor(MATCH_WORK_BUDGET / bodyBytes)
+    const spent = onHeaders === 0
+      ? `their RE2 programs total ${onBody} instructions over a ${bodyBytes}-byte body (this one ${over.programSize}), where the budget allows ${allowed}`
+      : `their RE2 programs total ${onBody} instructions over a ${bodyBytes}-byte body and ${onHeaders} over headers and query (this one ${over.programSize}), where the budget allows ${allowed} over the body, or ${Math.floor(MATCH_WORK_BUDGET / HEADER_BYTES)} over headers and query`
+    // the body limit at which these patterns would fit, if lowering it can do it
+    const fits = onBody === 0 ? 0 : Math.floor((MATCH_WORK_BUDGET - onHeaders * HEADER_BYTES) / onBody)
+    const lower = fits >= 1024 ? `, or set maxBodyBytes to at most ${fits} on the mappings of "${name}"` : ''
+    bag.error('CONDITION_REGEX_UNSAFE', `the regular expressions one request on hook "${name}" may run cost too much: ${spent}`, loaded.locate(over.path, 'value'),
+      `each instruction may cost a pass over the text: use equals or in where the values are known, fewer or shorter patterns, (?:…) rather than (…)${lower}`)
   }
-}
-
-function firstOf<T>(items: readonly T[], f: (t: T) => string | undefined): string | undefined {
-  for (const item of items) {
-    const r = f(item)
-    if (r !== undefined) return r
-  }
-  return undefined
-}
-
-function hasRepetition(node: RegexNode): boolean {
-  switch (node.kind) {
-    case 'repeat': return node.max > 1 || hasRepetition(node.body)
-    case 'seq': return node.items.some(hasRepetition)
-    case 'alt': return node.alts.some(hasRepetition)
-    case 'group': return hasRepetition(node.body)
-    default: return false
-  }
-}
-
-/** Every fixed character sequence a loop-free node can read; undefined when it cannot tell. */
-function expand(node: RegexNode): CharAtom[][] | undefined {
-  switch (node.kind) {
-    case 'char': return [[node]]
-    case 'assert': return [[]] // zero-width: dropping it can only make words collide, never hide a collision
-    case 'backref': return undefined
-    case 'group': return node.look ? undefined : expand(node.body)
-    case 'alt': {
-      const out: CharAtom[][] = []
-      for (const alt of node.alts) {
-        const words = expand(alt)
-        if (words === undefined) return undefined
-        out.push(...words)
-        if (out.length > MAX_WORDS) return undefined
-      }
-      return out
-    }
-    case 'seq': {
-      let out: CharAtom[][] = [[]]
-      for (const item of node.items) {
-        const words = expand(item)
-        if (words === undefined) return undefined
-        out = out.flatMap((w) => words.map((x) => [...w, ...x]))
-        if (out.length > MAX_WORDS) return undefined
-      }
-      return out
-    }
-    case 'repeat': {
-      // Only repetitions of at most one round get here (hasRepetition rejected the others).
-      const words = expand(node.body)
-      if (words === undefined) return undefined
-      return node.min === 0 ? [[], ...words] : words
-    }
-  }
-}
-
-/** True when no word can read a beginning of what another word reads (equal words included). */
-function prefixFree(words: CharAtom[][], flags: string): boolean {
-  for (let a = 0; a < words.length; a++) {
-    for (let b = a + 1; b < words.length; b++) {
-      const x = words[a]!
-      const y = words[b]!
-      let overlap = true
-      for (let k = 0; k < Math.min(x.length, y.length) && overlap; k++) overlap = intersects(x[k]!, y[k]!, flags)
-      if (overlap) return false
-    }
-  }
-  return true
-}
-
-const charSets = new Map<string, Uint8Array>()
-
-/** Whether two one-character atoms share a character (every UTF-16 code unit is tried). */
-function intersects(x: CharAtom, y: CharAtom, flags: string): boolean {
-  // With the u flag a class may hold characters beyond the 16-bit units tried below: assume they meet.
-  if (flags.includes('u') && [x, y].some((a) => /\\[pP]|\\u\{|[\ud800-\udfff]/.test(a.source))) return true
-  const sx = charSet(x.source, flags)
-  const sy = charSet(y.source, flags)
-  for (let c = 0; c < 0x10000; c++) if (sx[c] && sy[c]) return true
-  return false
-}
-
-function charSet(source: string, flags: string): Uint8Array {
-  const key = `${flags}/${source}`
-  let set = charSets.get(key)
-  if (set === undefined) {
-    if (charSets.size >= 256) charSets.clear() // a long-lived compiler (serve --watch, admin) stays small
-    set = new Uint8Array(0x10000)
-    const re = new RegExp(`^(?:${source})$`, flags.replace(/[gym]/g, ''))
-    for (let c = 0; c < 0x10000; c++) if (re.test(String.fromCharCode(c))) set[c] = 1
-    charSets.set(key, set)
-  }
-  return set
 }

@@ -40,7 +40,7 @@ const BodyBytes = Type.Integer({ minimum: 1, maximum: 64 * 1024 * 1024 })
  */
 const When = Type.Object({}, {
   additionalProperties: true,
-  description: 'conditions that must all hold for this mapping to be chosen: a path (payload.x, headers.name, query.name) with a value (equals) or one of { equals }, { in: [...] }, { exists: true|false }, { matches: regex, flags?: imsu }; or all: [...], any: [...], not: {...}. Otherwise the next mapping on the path is tried; when none is chosen the answer is 204',
+  description: 'conditions that must all hold for this mapping to be chosen: a path (payload.x, headers.name, query.name) with a value (equals) or one of { equals }, { in: [...] }, { exists: true|false }, { matches: regex (RE2 syntax), flags?: imsu }; or all: [...], any: [...], not: {...}. Otherwise the next mapping on the path is tried; when none is chosen the answer is 204',
   examples: [{ 'headers.x-github-event': 'pull_request', 'payload.action': { in: ['opened', 'reopened'] } }],
 })
 

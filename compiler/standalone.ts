@@ -10,6 +10,10 @@
 // parsing. Without `pg` installed (npm ci --omit=optional) the file is not written, and such a
 // store fails to open with the client's absence as the reason.
 //
+// The pattern engine (`re2js`) is another: only a bundle with match.when patterns loads it, so it
+// sits in hookgate-re2.mjs, where the runtime's dynamic import of 're2js' is pointed (inline, its
+// 260 KB would be parsed at every start of a runtime that has no patterns).
+//
 // One file rather than esbuild's code splitting: undici stays lazy either way (its CommonJS
 // wrapper is evaluated only when something calls out), and splitting would save only the parsing
 // of undici at start (about 11 ms), but a running runtime would then read its undici chunk from
@@ -24,6 +28,8 @@ export { STANDALONE_FILE }
 export const STANDALONE_WORKER_FILE = `${WORKER_MODULE}.mjs`
 /** The PostgreSQL client, beside the runtime, loaded only by a postgres:// store. */
 export const STANDALONE_PG_FILE = 'hookgate-pg.mjs'
+/** The pattern engine of match.when, beside the runtime, loaded only by a bundle with patterns. */
+export const STANDALONE_RE2_FILE = 'hookgate-re2.mjs'
 
 /** undici is CommonJS: inside an ES module its `require` of Node built-ins needs one. */
 const REQUIRE_SHIM = "import { createRequire as __hookgateCreateRequire } from 'node:module'; const require = __hookgateCreateRequire(import.meta.url);"
@@ -45,18 +51,24 @@ export async function writeStandalone(outDir: string, compilerVersion: string): 
   const serveEntry = basename(STANDALONE_FILE, '.mjs')
   const pgEntry = basename(STANDALONE_PG_FILE, '.mjs')
   const pg = packageOf('pg')
+  const re2Entry = basename(STANDALONE_RE2_FILE, '.mjs')
+  const re2 = packageOf('re2js')
+  if (!re2) throw new Error('re2js is not installed: run npm ci')
   const result = await build({
     entryPoints: {
       [serveEntry]: join(runtimeDir, 'standalone.js'),
       [WORKER_MODULE]: join(runtimeDir, 'transforms', `${WORKER_MODULE}.js`),
       ...(pg ? { [pgEntry]: pg.main } : {}),
+      [re2Entry]: re2.main,
     },
     plugins: [{
-      name: 'pg-beside',
+      name: 'pg-and-re2-beside',
       setup(b) {
         // the runtime's `import('pg')` loads the file beside it; pg's own optional native binding stays out
         b.onResolve({ filter: /^pg$/ }, (args) => (args.kind === 'dynamic-import' ? { path: `./${STANDALONE_PG_FILE}`, external: true } : undefined))
         b.onResolve({ filter: /^pg-native$/ }, () => ({ path: 'pg-native', external: true }))
+        // and its `import('re2js')` the pattern engine's file
+        b.onResolve({ filter: /^re2js$/ }, (args) => (args.kind === 'dynamic-import' ? { path: `./${STANDALONE_RE2_FILE}`, external: true } : undefined))
       },
     }],
     absWorkingDir: packageDir,
@@ -79,7 +91,9 @@ export async function writeStandalone(outDir: string, compilerVersion: string): 
       ? `${header}${REQUIRE_SHIM}\n${out.text}/*! undici ${undici.version} is bundled above under its licence:\n${licence}\n*/\n`
       : name === STANDALONE_PG_FILE && pg
         ? `${header}${REQUIRE_SHIM}\n${out.text}/*! pg ${pg.version} and its packages (pg-pool, pg-protocol, pg-types, pgpass, pg-connection-string) are bundled above under their licence:\n${pg.licence}\n*/\n`
-        : header + out.text
+        : name === STANDALONE_RE2_FILE
+          ? `${header}${out.text}/*! re2js ${re2.version} is bundled above under its licence:\n${re2.licence}\n*/\n`
+          : header + out.text
     const tmp = `${out.path}.${process.pid}.tmp`
     writeFileSync(tmp, text)
     renameSync(tmp, out.path)

@@ -3,7 +3,10 @@
 
 /** Bump when a runtime of the previous version could not serve the new bundle correctly. */
 // 6: server.store (a format-5 runtime would have kept a PostgreSQL deployment's runs in its state directory)
-export const FORMAT_VERSION = 6
+// 7: match.when patterns are RE2, compiled by the runtime's engine handed to bundle() (a format-6
+//    runtime would have built them with RegExp, which backtracks: issue 23); http workflow steps carry
+//    urlScope, the origin and path prefix their URL may not leave (a format-6 bundle has none)
+export const FORMAT_VERSION = 7
 export const BUNDLE_FILE = 'hookgate.bundle.mjs'
 export const MANIFEST_FILE = 'manifest.json'
 
@@ -236,9 +239,34 @@ export interface ConditionLeaf {
   /** the value compared, e.g. payload.action or headers.x-github-event */
   path: string
   op: 'equals' | 'in' | 'exists' | 'matches'
-  /** the operand as compiled (a regular expression's source for matches) */
+  /** the operand as compiled (a regular expression's source for matches, in RE2 syntax) */
   expected: unknown
+  /** matches: the flags as written (some of i, m, s, u) */
   flags?: string
+}
+
+/** A `matches` pattern as the runtime's engine (RE2, runtime/regex.ts) compiled it. */
+export interface CompiledPattern {
+  /** unanchored search, as RegExp.prototype.test: does the pattern match somewhere in `text`? */
+  test(text: string): boolean
+}
+
+/** Compiles one `matches` pattern (RE2 syntax, flags some of i, m, s, u); throws when RE2 refuses it. */
+export type PatternCompiler = (source: string, flags: string) => CompiledPattern
+
+/**
+ * What the runtime hands `bundle()`: the engines the bundle's code needs and does not carry. A
+ * bundle with a `matches` condition exports `needsPatterns = true`, and the runtime loads its
+ * pattern engine (re2js) for it; other bundles get none, so the engine is never loaded for them.
+ */
+export interface BundleEngines {
+  compilePattern?: PatternCompiler
+}
+
+/** The module a bundle file is: its contents are built by `bundle()`, once per load. */
+export interface BundleExports {
+  needsPatterns?: true
+  bundle(engines: BundleEngines): BundleModule
 }
 
 /** The shape of a `match.when`, its comparisons by index into the leaves. */

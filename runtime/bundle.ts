@@ -1,11 +1,14 @@
 // Loads a compiled bundle: finds the file, checks the format version (and says which side to
 // upgrade), and builds the frozen route table that a request looks up once. No YAML, no schema,
 // no eval here: the bundle is plain ES module code emitted by the compiler, and holds no
-// transform code (that is imported by the transform workers only).
+// transform code (that is imported by the transform workers only). A bundle with `matches`
+// conditions is handed the pattern engine (runtime/regex.ts, loaded only then), which compiles
+// each pattern once, here, never per request.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { BANNER_HASH, BUNDLE_FILE, FORMAT_VERSION, type BundleConfig, type BundleManifest, type BundleModule, type BundleRoute, type BundleWorkflow } from './bundle-format.js'
+import { BANNER_HASH, BUNDLE_FILE, FORMAT_VERSION, type BundleConfig, type BundleEngines, type BundleExports, type BundleManifest, type BundleModule, type BundleRoute, type BundleWorkflow } from './bundle-format.js'
+import { loadPatternCompiler } from './regex.js'
 
 export interface LoadedBundle {
   file: string
@@ -60,10 +63,11 @@ export async function loadBundle(pathOrDir: string): Promise<LoadedBundle> {
   let mod: Partial<BundleModule>
   try {
     // A fresh URL per load, so that a reload sees the new file rather than the module cache.
-    const exported = await import(`${pathToFileURL(file).href}?load=${++loads}&mtime=${statSync(file).mtimeMs}`) as Partial<BundleModule> & { bundle?: () => Partial<BundleModule> }
+    const exported = await import(`${pathToFileURL(file).href}?load=${++loads}&mtime=${statSync(file).mtimeMs}`) as Partial<BundleModule> & Partial<BundleExports>
+    const engines: BundleEngines = exported.needsPatterns === true ? { compilePattern: await loadPatternCompiler() } : {}
     // Format 2 builds its contents in bundle(), so that they can be freed after a reload (the
     // module itself never is); an older bundle exports them, which is enough to name its format.
-    mod = typeof exported.bundle === 'function' ? exported.bundle() : exported
+    mod = typeof exported.bundle === 'function' ? exported.bundle(engines) : exported
   } catch (err) {
     throw new BundleLoadError(`cannot load bundle ${file}: ${(err as Error).message}`)
   }

@@ -4,7 +4,7 @@
 // comparison. Lookups are own-property only (`__proto__`, `constructor`, `prototype` never resolve).
 //
 // Hot path: each helper compares and returns; no allocation beyond what a comparison needs.
-import type { BundleRoute, ConditionLeaf, ConditionNode, RenderContext } from './bundle-format.js'
+import type { BundleRoute, CompiledPattern, ConditionLeaf, ConditionNode, RenderContext } from './bundle-format.js'
 import { findHeader, isJwtValue, isSecretHeader, templateHelpers } from './template-helpers.js'
 
 /** Hears one comparison: the leaf's index, the value compared, and whether the comparison held. */
@@ -49,8 +49,11 @@ function has(t: ConditionTrace | undefined, leaf: number, value: unknown, expect
   return held
 }
 
-/** Strings, numbers and booleans are tested as text; anything else never matches. */
-function test(t: ConditionTrace | undefined, leaf: number, value: unknown, re: RegExp): boolean {
+/**
+ * Strings, numbers and booleans are tested as text; anything else never matches. `re` is RE2
+ * (runtime/regex.ts): linear in the text, so a sender's text cannot make it backtrack.
+ */
+function test(t: ConditionTrace | undefined, leaf: number, value: unknown, re: CompiledPattern): boolean {
   const held = (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') && re.test(String(value))
   t?.(leaf, value, held)
   return held

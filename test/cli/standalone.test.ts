@@ -1,13 +1,15 @@
 // `hookgate compile --standalone` (issue 11, item 8): a production host needs Node and dist/,
 // nothing else. dist/ is copied into an empty folder with no node_modules anywhere above it and
-// served by `node dist/hookgate-serve.mjs` over real HTTP: a wake, an agent turn, and a mapping
-// whose transform runs in the worker file written beside the runtime.
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+// served by `node dist/hookgate-serve.mjs` over real HTTP: a wake, an agent turn, a mapping
+// whose transform runs in the worker file written beside the runtime, and a match.when pattern
+// matched by the RE2 engine written beside it (hookgate-re2.mjs), which a bundle without patterns
+// never loads.
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { STANDALONE_FILE, WORKER_MODULE } from '../../runtime/bundle-format.js'
-import { STANDALONE_PG_FILE } from '../../compiler/standalone.js'
+import { STANDALONE_PG_FILE, STANDALONE_RE2_FILE } from '../../compiler/standalone.js'
 import { startPostgres } from '../helpers/pg.js'
 import { tempDir } from '../helpers/paths.js'
 import { assertOk, post, setTestToken, spawnServer, type ServeProcess } from '../runtime/http/harness.js'
@@ -27,6 +29,12 @@ const CONFIG = `hooks:
       action: agent
       messageTemplate: "said {{payload.text}}"
       transform: { module: shout.ts }
+    - id: prod-deploys
+      match:
+        path: deploys
+        when: { payload.title: { matches: "deploy.*to.*prod" } }
+      action: wake
+      textTemplate: "{{payload.title}}"
 agents:
   - id: main
     model: builtin/echo
@@ -88,6 +96,11 @@ emitted('bundles the runtime and undici only: no compiler module or compile-time
   // the PostgreSQL client is in its own file, parsed only by a runtime on a postgres:// store
   assert.equal(modules.filter((m) => /node_modules\/pg[-/]/.test(m)), [])
   assert.ok(existsSync(join(dist, STANDALONE_PG_FILE)), `${STANDALONE_PG_FILE} is written beside it`)
+  // so is the pattern engine, parsed only by a runtime whose bundle has patterns
+  assert.equal(modules.filter((m) => m.includes('node_modules/re2js/')), [])
+  const re2 = readFileSync(join(dist, STANDALONE_RE2_FILE), 'utf8')
+  assert.ok(re2.includes('node_modules/re2js/'), `${STANDALONE_RE2_FILE} bundles re2js`)
+  assert.match(re2, /re2js [\d.]+ is bundled above under its licence/)
   assert.ok(statSync(join(dist, STANDALONE_FILE)).size < 2 * 1024 * 1024, `${statSync(join(dist, STANDALONE_FILE)).size} bytes`)
 })
 
@@ -129,6 +142,13 @@ host('runs a mapping\'s transform in the worker written beside it', async ({ ser
   assert.is(skipped.status, 204, `the transform's null should answer 204: ${JSON.stringify(skipped)}`)
 })
 
+host('matches a match.when pattern with the RE2 engine written beside it, and a catastrophic text for irregexp is answered', async ({ server }) => {
+  assertOk(await post(server.origin, '/hooks/deploys', TOKEN, { title: 'deploy api to prod' }), 200, WAKE_KEYS)
+  assert.is((await post(server.origin, '/hooks/deploys', TOKEN, { title: 'deploy api to staging' })).status, 204)
+  // cubic on V8's RegExp: hours for these 250,000 characters; the harness waits 5 s for an answer
+  assert.is((await post(server.origin, '/hooks/deploys', TOKEN, { title: 'deploy to '.repeat(25_000) })).status, 204)
+})
+
 host('drains on SIGTERM and exits 0', async ({ server }) => {
   server.child.kill('SIGTERM')
   assert.is(await server.exited, 0, server.stderr())
@@ -145,8 +165,27 @@ host('dry-runs a mapping with try (its transform in the worker) and lists the ru
   const runs = await runNode([join(dist, STANDALONE_FILE), 'runs', '--state', 'state', '--json'], { cwd: dir, env: hostEnv() })
   assert.is(runs.code, 0, describeRun(runs))
   const rows = JSON.parse(runs.stdout) as Array<{ action: string; status: string }>
-  assert.equal(rows.map((r) => r.action).sort(), ['agent', 'agent', 'agent', 'wake'])
-  assert.is(rows.filter((r) => r.status === 'skipped').length, 1, 'the transform\'s null is recorded as skipped')
+  assert.equal(rows.map((r) => r.action).sort(), ['agent', 'agent', 'agent', 'wake', 'wake', 'wake', 'wake'])
+  assert.is(rows.filter((r) => r.status === 'skipped').length, 3, 'the transform\'s null and the two filtered deploys are recorded as skipped')
+})
+
+// ---------------------------------------------------------------------------------------------
+const lazy = suite('node dist/hookgate-serve.mjs with a bundle without match.when patterns')
+
+lazy('never loads the pattern engine: it serves with hookgate-re2.mjs removed from dist/', async () => {
+  const plain = startIn({ 'hooks.yaml': 'hooks:\n  enabled: true\n  token: "${HOOKGATE_TEST_TOKEN}"\n' }, ['compile', 'hooks.yaml', '--out', 'dist', '--standalone'])
+  const run = await plain.result
+  assert.is(run.code, 0, describeRun(run))
+  const dir = tempDir('hookgate-host-')
+  cpSync(join(plain.dir, 'dist'), join(dir, 'dist'), { recursive: true })
+  rmSync(join(dir, 'dist', STANDALONE_RE2_FILE))
+  const server = await spawnServer([join(dir, 'dist', STANDALONE_FILE), '--port', '0', '--host', '127.0.0.1', '--state', join(dir, 'state')], { cwd: dir, env: hostEnv() })
+  try {
+    assertOk(await post(server.origin, '/hooks/wake', TOKEN, { text: 'no patterns here' }), 200, WAKE_KEYS)
+  } finally {
+    server.child.kill('SIGTERM')
+    assert.is(await server.exited, 0, server.stderr())
+  }
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -170,4 +209,5 @@ pgHost.after(async () => { await pg?.destroy() })
 
 emitted.run()
 host.run()
+lazy.run()
 pgHost.run()

@@ -18,6 +18,11 @@ const CONFIG = `hooks:
           payload.action: { in: [opened, reopened] }
       action: agent
       messageTemplate: "PR {{payload.action}}"
+    - id: prod-deploys
+      match:
+        path: deploys
+        when: { payload.title: { matches: "deploy.*to.*\\\\bprod\\\\z", flags: i } }
+      action: wake
 `
 
 const work = scratchDir('try-when-')
@@ -54,6 +59,32 @@ tryWhen('a payload the conditions accept gets the mapping\'s action', async () =
   const out = stdoutJson<any>(run)
   assert.is(out.status, 202, describeRun(run))
   assert.is(out.mapping, 'pr-opened')
+})
+
+function tryDeploys(title: string) {
+  const file = join(work, `payload-${++payloads}.json`)
+  writeFileSync(file, JSON.stringify({ title }))
+  return hookgate(['try', 'deploys', '--payload', file, '--bundle', 'out'], { cwd: work })
+}
+const stagingRun = tryDeploys('Deploy api to staging')
+const prodRun = tryDeploys('Deploy api to PROD')
+
+tryWhen('explains a failed matches as any other comparison: the pattern as written, its flags and the text', async () => {
+  const run = await stagingRun
+  assert.is(run.code, 0, describeRun(run))
+  const out = stdoutJson<any>(run)
+  assert.is(out.status, 204)
+  assert.equal(out.when, [{
+    mapping: 'prod-deploys',
+    failed: [{ at: '/hooks/mappings/1/match/when/payload.title', path: 'payload.title', op: 'matches', expected: 'deploy.*to.*\\bprod\\z', flags: 'i', actual: 'Deploy api to staging', held: false }],
+  }])
+})
+
+tryWhen('a text the pattern matches (RE2 syntax: \\z, with the i flag) gets the mapping\'s action', async () => {
+  const run = await prodRun
+  const out = stdoutJson<any>(run)
+  assert.is(out.status, 200, describeRun(run))
+  assert.is(out.mapping, 'prod-deploys')
 })
 
 tryWhen.run()

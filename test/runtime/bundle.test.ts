@@ -117,9 +117,15 @@ load('a bundle of a newer format says to upgrade hookgate on this host', async (
   assert.ok(e.message.includes('9.9.9'), 'the message names the hookgate that compiled it')
 })
 
-load('a bundle of format 7 (after server.store made format 6) says to upgrade hookgate on this host', async () => {
-  const e = await loadError(loadBundle(handMadeBundle(7)))
+load('a bundle of format 8 (after RE2 patterns made format 7) says to upgrade hookgate on this host', async () => {
+  const e = await loadError(loadBundle(handMadeBundle(8)))
   assert.match(e.message, /upgrade hookgate on this host/)
+})
+
+load('a bundle of format 6 (patterns built with RegExp, which backtracks) says to recompile', async () => {
+  // a format-6 bundle builds its match.when patterns with new RegExp: irregexp on the main thread (issue 23)
+  const e = await loadError(loadBundle(handMadeBundle(6)))
+  assert.match(e.message, /recompile/)
 })
 
 load('a bundle of format 5 (before server.store) says to recompile', async () => {

@@ -4,7 +4,10 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { loadBundle } from '../../runtime/bundle.js'
 import { conditionHelpers, explainCondition, type CompiledWhen } from '../../runtime/conditions.js'
-import type { RenderContext } from '../../runtime/bundle-format.js'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { BUNDLE_FILE, type BundleExports, type RenderContext } from '../../runtime/bundle-format.js'
+import { loadPatternCompiler } from '../../runtime/regex.js'
 import { compileProject } from './http/harness.js'
 
 /** Each mapping sits on its own path, named after it; its `when` is the YAML given. */
@@ -29,6 +32,10 @@ const WHENS: Record<string, string> = {
   'inherited-deep': '{ payload.a.hasOwnProperty: { exists: true } }',
   'header-proto': '{ headers.tostring: { exists: true } }',
   secret: '{ headers.x-hub-signature-256: { equals: abc } }',
+  're2-classes': '{ payload.name: { matches: "^[[:alpha:]]\\\\pL*\\\\z" } }',
+  're2-dot': '{ payload.text: { matches: "^a.b$" } }',
+  're2-space': '{ payload.text: { matches: "a\\\\sb" } }',
+  're2-multiline': '{ payload.text: { matches: "^b$", flags: m } }',
 }
 
 const yaml = `hooks:\n  enabled: false\n  mappings:\n${Object.entries(WHENS).map(([id, when]) => `    - id: ${id}\n      match:\n        path: ${id}\n        when: ${when}\n      action: wake\n`).join('')}`
@@ -83,6 +90,17 @@ operators('matches tests strings with the regular expression and its flags, and 
   assert.not.ok(holds('matches-i', ctx({ title: 'wipe the floor' })))
 })
 
+operators('matches is RE2, not JavaScript: its syntax, and the differences the README lists', () => {
+  assert.ok(holds('re2-classes', ctx({ name: 'Zoë' })), 'POSIX classes, \\pL and \\z are RE2 syntax')
+  assert.not.ok(holds('re2-classes', ctx({ name: 'Zoë\n' })))
+  assert.ok(holds('re2-dot', ctx({ text: 'a\rb' })), '. matches everything but \\n (in JavaScript, not \\r either)')
+  assert.not.ok(holds('re2-dot', ctx({ text: 'a\nb' })))
+  assert.not.ok(holds('re2-space', ctx({ text: 'a\u00a0b' })), '\\s is ASCII white space ([\\t\\n\\f\\r ])')
+  assert.ok(holds('re2-space', ctx({ text: 'a\tb' })))
+  assert.ok(holds('re2-multiline', ctx({ text: 'a\nb\nc' })))
+  assert.not.ok(holds('re2-multiline', ctx({ text: 'a\rb\rc' })), 'with m, only \\n ends a line')
+})
+
 operators('headers are read by lower-case name and query values are text', () => {
   assert.ok(holds('header', ctx({}, { 'x-github-event': 'pull_request' })))
   assert.ok(holds('header', ctx({}, { 'X-GitHub-Event': 'pull_request' })), 'a context built by hand may keep the sender\'s casing')
@@ -129,6 +147,22 @@ pollution('inherited members (toString, hasOwnProperty) never resolve, in the pa
   assert.not.ok(holds('header-proto', ctx({}, Object.assign({}, { other: 'x' }))))
 })
 
+const once = suite('a bundle\'s patterns')
+
+once('are compiled once, when the bundle loads, and never per request', async () => {
+  // the bundle's own bundle(), handed a pattern compiler that counts (loadBundle hands it re2js's)
+  const exported = await import(`${pathToFileURL(join(project.outDir, BUNDLE_FILE)).href}?count`) as BundleExports
+  assert.is(exported.needsPatterns, true)
+  const real = await loadPatternCompiler()
+  let compiled = 0
+  const mod = exported.bundle({ compilePattern: (source, flags) => { compiled++; return real(source, flags) } })
+  const patterns = Object.values(WHENS).filter((w) => w.includes('matches')).length
+  assert.is(compiled, patterns)
+  const route = mod.routes.find((r) => r.id === 'matches')!
+  for (let i = 0; i < 100; i++) route.when!.test(ctx({ ref: `refs/tags/v${i}` }), conditionHelpers)
+  assert.is(compiled, patterns)
+})
+
 const explain = suite('explainCondition')
 
 explain('names the first comparison of an all that failed, with the value it saw', () => {
@@ -160,4 +194,5 @@ explain('a condition that holds names nothing', () => {
 operators.run()
 nesting.run()
 pollution.run()
+once.run()
 explain.run()

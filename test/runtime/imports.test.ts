@@ -1,5 +1,6 @@
 // The runtime's footprint (DESIGN §1): runtime/ never imports compiler/, admin/, yaml, typebox or
-// esbuild, and its only package besides Node built-ins is undici. Every .ts file under runtime/
+// esbuild, and its only packages besides Node built-ins are undici and, loaded only by a bundle
+// with match.when patterns, re2js. Every .ts file under runtime/
 // (the source tree, not build/) is parsed with the TypeScript parser, so comments and strings that
 // merely mention an import cannot confuse the scan, and every form is seen: import, import type,
 // export … from, import x = require(), dynamic import(), require() and import('…') types.
@@ -182,13 +183,16 @@ runtime('never import yaml, typebox, esbuild or anything under compiler/ or admi
 
 /** The PostgreSQL client: the store's one module that may load it, and only when a postgres:// store is opened. */
 const PG_CLIENT_MODULE = join('store', 'postgres', 'client.ts')
+/** The pattern engine (re2js): loaded by this module only, and only for a bundle with match.when patterns. */
+const PATTERN_MODULE = 'regex.ts'
 
-runtime('import no package other than undici besides node: built-ins (and pg in the postgres store\'s client module)', () => {
+runtime('import no package other than undici besides node: built-ins (and pg in the postgres store\'s client module, re2js in regex.ts)', () => {
   const packages = new Set<string>()
   for (const f of files) {
     for (const imp of findImports(readFileSync(f, 'utf8'), f)) {
       const pkg = imp.specifier === null ? undefined : packageOf(imp.specifier)
       if (pkg === 'pg' && relative(runtimeDir, f) === PG_CLIENT_MODULE) continue
+      if (pkg === 're2js' && relative(runtimeDir, f) === PATTERN_MODULE) continue
       if (pkg !== undefined) packages.add(pkg)
     }
   }
@@ -204,8 +208,18 @@ runtime('load pg only with a dynamic import in the postgres store\'s client modu
   assert.equal(staticValue.length, 0, 'a static value import of pg would load it at every start')
 })
 
+runtime('load re2js only with a dynamic import in regex.ts (a runtime without match.when patterns never loads it)', () => {
+  const found = files.flatMap((f) => valueImportsOf('re2js', readFileSync(f, 'utf8'), relative(runtimeDir, f)))
+  assert.equal(found, ['regex.ts:dynamic import'])
+})
+
 /** Where a source text loads undici's code: every reference to it except type-only ones. */
 function undiciValueImports(source: string, fileName: string): string[] {
+  return valueImportsOf('undici', source, fileName)
+}
+
+/** Where a source text loads a package's code: every reference to it except type-only ones. */
+function valueImportsOf(pkg: string, source: string, fileName: string): string[] {
   const sf = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
   const typeOnly = (node: ts.Node): boolean => {
     if (ts.isImportDeclaration(node)) {
@@ -224,7 +238,7 @@ function undiciValueImports(source: string, fileName: string): string[] {
       : ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword ? node.arguments[0]
       : ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) ? node.argument.literal
       : undefined
-    if (spec && ts.isStringLiteralLike(spec) && packageOf(spec.text) === 'undici' && !typeOnly(node)) {
+    if (spec && ts.isStringLiteralLike(spec) && packageOf(spec.text) === pkg && !typeOnly(node)) {
       found.push(`${fileName}:${ts.isCallExpression(node) ? 'dynamic import' : 'import'}`)
     }
     ts.forEachChild(node, visit)
