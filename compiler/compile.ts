@@ -1,6 +1,6 @@
 // Phase 5, compile: turns every template of every route (and of every workflow step) into JS
-// source for a render function, every match.when into a predicate (conditions.ts, its patterns held
-// to a work budget per hook name: regex-safety.ts), reporting template mistakes at their line and column in hooks.yaml,
+// source for a render function, every match.when into a predicate (conditions.ts, its patterns checked
+// as RE2 by regex-safety.ts), reporting template mistakes at their line and column in hooks.yaml,
 // and holding a mapping's sessionKey template to the session-key prefixes as far as its text can tell.
 import { closest, type DiagnosticBag, type Location } from './diagnostics.js'
 import type { TemplateField } from './expand.js'
@@ -10,7 +10,6 @@ import type { WorkflowConfig } from './schema.js'
 import { compileTemplate, parseReference, type CompiledTemplate, type TemplateOptions } from './templates.js'
 import { compileCondition, ConditionPool, type CompiledCondition } from './conditions.js'
 import { dotSegmentIn } from '../runtime/workflows/step-url.js'
-import { checkPatternBudget } from './regex-safety.js'
 
 /** What a templated text becomes when the config gives no template. */
 export const DEFAULT_TEMPLATE = 'Webhook {{path}} received:\n{{payload}}'
@@ -78,9 +77,6 @@ export function compileTemplates(resolved: ResolvedConfig, loaded: LoadedConfig,
     }
     return compiled
   })
-
-  // one request on a name may run the patterns of every mapping on it
-  checkPatternBudget(routes.map(({ route, when }) => ({ name: route.name, maxBodyBytes: route.maxBodyBytes ?? resolved.server.maxBodyBytes, patterns: when?.patterns ?? [] })), loaded, bag)
 
   const workflowSteps = new Map<string, CompiledWorkflowStep[]>()
   resolved.workflows.forEach((wf, w) => {

@@ -1,7 +1,7 @@
 // Compiles a mapping's `match.when` into the JS source of a predicate `(c, h, t) => boolean` that
 // calls only the helpers of runtime/conditions.ts, and reports every mistake in it at its line:
 // unknown operators, malformed paths, operands of the wrong shape, regular expressions that are not
-// RE2 syntax (see regex-safety.ts, which also bounds what a hook name's patterns may cost).
+// RE2 syntax (see regex-safety.ts).
 //
 // The language: a condition is a mapping whose entries must all hold. An entry is `all: [conditions]`,
 // `any: [conditions]`, `not: condition`, or a path (`payload.a.b[0]`, `body.…`, `headers.<name>`,
@@ -14,7 +14,7 @@
 import { closest, type DiagnosticBag } from './diagnostics.js'
 import { pointer, type LoadedConfig, type PathSegment } from './load.js'
 import { parseReference } from './templates.js'
-import { checkPattern, type PatternUse } from './regex-safety.js'
+import { checkPattern } from './regex-safety.js'
 import { PATTERN_FLAGS } from '../runtime/regex.js'
 import type { ConditionLeaf, ConditionNode } from '../runtime/bundle-format.js'
 
@@ -23,8 +23,6 @@ export interface CompiledCondition {
   code: string
   leaves: ConditionLeaf[]
   tree: ConditionNode
-  /** its `matches`, in order, with their RE2 program sizes: the hook name's work budget adds them up */
-  patterns: PatternUse[]
 }
 
 /** Regular expressions and non-scalar operands shared by every condition of a bundle, built once at load. */
@@ -55,7 +53,6 @@ const ROOTS = ['payload', 'body', 'headers', 'query']
 
 export function compileCondition(value: unknown, at: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag, pool: ConditionPool): CompiledCondition | undefined {
   const leaves: ConditionLeaf[] = []
-  const patterns: PatternUse[] = []
   let failed = false
   const error = (code: Parameters<DiagnosticBag['error']>[0], message: string, path: PathSegment[], prefer: 'key' | 'value', hint?: string) => {
     failed = true
@@ -220,7 +217,6 @@ export function compileCondition(value: unknown, at: PathSegment[], loaded: Load
           error(checked.code, checked.message, at, 'value', checked.hint)
           return undefined
         }
-        patterns.push({ programSize: checked.programSize, path: at, textual })
         code = `h.test(t, ${i}, ${valueCode}, whenRegex[${pool.regex(expected, flags)}])`
         break
       }
@@ -245,7 +241,7 @@ export function compileCondition(value: unknown, at: PathSegment[], loaded: Load
 
   const root = condition(value, at)
   if (failed || root === undefined) return undefined
-  return { code: `(c, h, t) => ${root.code}`, leaves, tree: root.tree, patterns }
+  return { code: `(c, h, t) => ${root.code}`, leaves, tree: root.tree }
 }
 
 function isMapping(v: unknown): v is Record<string, unknown> {

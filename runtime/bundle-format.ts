@@ -249,6 +249,8 @@ export interface ConditionLeaf {
 export interface CompiledPattern {
   /** unanchored search, as RegExp.prototype.test: does the pattern match somewhere in `text`? */
   test(text: string): boolean
+  /** its RE2 program's instructions: a match costs at most about this many steps per character */
+  readonly size: number
 }
 
 /** Compiles one `matches` pattern (RE2 syntax, flags some of i, m, s, u); throws when RE2 refuses it. */

@@ -50,11 +50,47 @@ function has(t: ConditionTrace | undefined, leaf: number, value: unknown, expect
 }
 
 /**
+ * What the patterns one request runs may cost, in RE2 program instructions × characters of text
+ * read: 32 instructions over a 256 KiB text. RE2 never backtracks, but a match still costs up to
+ * its program size per character (when a pattern defeats RE2's DFA cache, as `a[ab]{28}$` does on
+ * random a/b text). Measured (test/bench/regex.bench.mjs, RESULTS.md): the costliest patterns
+ * within this budget take about 25 ms of CPU, so a request's conditions answer well under 100 ms
+ * and /healthz keeps answering. A request whose patterns would read more than this gets 413
+ * `condition_text_too_long` before the match that would go over runs: it costs the sender its own
+ * request, and nobody else a stalled event loop. Ordinary patterns over ordinary fields (a branch
+ * name, a title, a label) spend a few thousandths of it.
+ */
+export const MATCH_WORK_BUDGET = 32 * 262144
+
+/** What the current request's patterns may still cost; reset by beginConditionWork. Matching is synchronous, so one counter serves every request. */
+let workLeft = MATCH_WORK_BUDGET
+
+/** Starts a request's evaluation of conditions with the whole budget. */
+export function beginConditionWork(): void {
+  workLeft = MATCH_WORK_BUDGET
+}
+
+/** A request's patterns would cost more than MATCH_WORK_BUDGET: the sender's text is too long for them. */
+export class ConditionTooCostly extends Error {
+  constructor(readonly chars: number, readonly size: number) {
+    super(`a match.when pattern of ${size} instructions would read ${chars} characters, more than this request's conditions may read (${MATCH_WORK_BUDGET} instruction·characters in all); send a shorter value`)
+  }
+}
+
+/**
  * Strings, numbers and booleans are tested as text; anything else never matches. `re` is RE2
- * (runtime/regex.ts): linear in the text, so a sender's text cannot make it backtrack.
+ * (runtime/regex.ts): linear in the text, so a sender's text cannot make it backtrack, and the
+ * request's work budget bounds what its patterns together may read.
  */
 function test(t: ConditionTrace | undefined, leaf: number, value: unknown, re: CompiledPattern): boolean {
-  const held = (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') && re.test(String(value))
+  let held = false
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+    const text = String(value)
+    const cost = text.length * re.size
+    if (cost > workLeft) throw new ConditionTooCostly(text.length, re.size)
+    workLeft -= cost
+    held = re.test(text)
+  }
   t?.(leaf, value, held)
   return held
 }
@@ -78,6 +114,7 @@ export interface ConditionExplanation {
 
 /** Evaluates a `when` and, when it does not hold, names the comparisons that made it fail. */
 export function explainCondition(when: CompiledWhen, context: RenderContext): ConditionExplanation {
+  beginConditionWork()
   const seen = new Map<number, { value: unknown; held: boolean }>()
   const holds = when.test(context, conditionHelpers, (leaf, value, held) => { seen.set(leaf, { value, held }) })
   if (holds) return { holds, failed: [] }

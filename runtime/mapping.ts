@@ -8,7 +8,7 @@
 import { DEFAULT_MAX_ITEMS, type BundleRoute, type RenderContext, type TransformInput, type WakeMode } from './bundle-format.js'
 import { TransformFailed, TransformTimeout } from './transforms/pool.js'
 import { isSecretHeaderEntry, templateHelpers } from './template-helpers.js'
-import { conditionHelpers } from './conditions.js'
+import { ConditionTooCostly, beginConditionWork, conditionHelpers } from './conditions.js'
 
 /** What a mapping sees of a request: exactly what its templates can read. */
 export type MappingInput = RenderContext
@@ -57,7 +57,7 @@ export type MappingOutcome =
   | { kind: 'no-match' }
   | { kind: 'error'; route: BundleRoute; status: 500; code: 'transform_failed' | 'transform_timeout' | 'transform_invalid_output'; error: string }
   /** the request's fan-out cannot be accepted: forEach found no array (400), or more elements than maxItems (413) */
-  | { kind: 'error'; route: BundleRoute; status: 400 | 413; code: 'for_each_not_array' | 'too_many_items'; error: string }
+  | { kind: 'error'; route: BundleRoute; status: 400 | 413; code: 'for_each_not_array' | 'too_many_items' | 'condition_text_too_long'; error: string }
 
 /** Keys a transform may return, with the type each must have. */
 const OVERRIDES: ReadonlyMap<string, 'string' | 'boolean' | 'number' | 'mode'> = new Map(Object.entries({
@@ -65,7 +65,12 @@ const OVERRIDES: ReadonlyMap<string, 'string' | 'boolean' | 'number' | 'mode'> =
   deliver: 'boolean', channel: 'string', to: 'string', model: 'string', thinking: 'string', timeoutSeconds: 'number',
 } as const))
 
-export type RouteSelection = { kind: 'route'; route: BundleRoute } | { kind: 'filtered'; route: BundleRoute } | { kind: 'none' }
+export type RouteSelection =
+  | { kind: 'route'; route: BundleRoute }
+  | { kind: 'filtered'; route: BundleRoute }
+  | { kind: 'none' }
+  /** the payload's text is too long for the patterns its match.when would run (413) */
+  | { kind: 'too_costly'; route: BundleRoute; error: string }
 
 const NONE: RouteSelection = { kind: 'none' }
 
@@ -77,9 +82,15 @@ export function selectRoute(routes: readonly BundleRoute[], input: MappingInput)
   const payload = input.payload
   const source = payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source') ? (payload as Record<string, unknown>).source : undefined
   let filtered: BundleRoute | undefined
+  beginConditionWork()
   for (const r of routes) {
     if (r.source !== null && r.source !== source) continue
-    if (r.when === null || r.when.test(input, conditionHelpers)) return { kind: 'route', route: r }
+    try {
+      if (r.when === null || r.when.test(input, conditionHelpers)) return { kind: 'route', route: r }
+    } catch (err) {
+      if (err instanceof ConditionTooCostly) return { kind: 'too_costly', route: r, error: err.message }
+      throw err
+    }
     filtered ??= r
   }
   return filtered ? { kind: 'filtered', route: filtered } : NONE
@@ -104,6 +115,7 @@ export async function applyMapping(routes: readonly BundleRoute[] | undefined, i
   const chosen = routes ? selectRoute(routes, input) : NONE
   if (chosen.kind === 'none') return { kind: 'no-match' }
   if (chosen.kind === 'filtered') return { kind: 'filtered', route: chosen.route }
+  if (chosen.kind === 'too_costly') return { kind: 'error', route: chosen.route, status: 413, code: 'condition_text_too_long', error: chosen.error }
   const route = chosen.route
   const ctx: RenderContext = Object.assign(Object.create(null), input)
   const render = (field: keyof BundleRoute['render']): string | null => {

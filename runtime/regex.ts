@@ -2,8 +2,8 @@
 // of RE2). RE2 never backtracks: a match takes time linear in the text (times the pattern's program
 // size), so no pattern a sender can meet stalls the event loop the way V8's irregexp did on
 // `deploy.*to.*prod` or `(a+)+$` (issue 23). The compiler validates every pattern with the same
-// function the runtime compiles it with (patternCompilerOf), and bounds what one request may cost
-// (compiler/regex-safety.ts).
+// function the runtime compiles it with (patternCompilerOf); what one request's patterns may cost
+// is bounded as they run (MATCH_WORK_BUDGET in runtime/conditions.ts).
 //
 // re2js is loaded only when a bundle has a `matches` condition, the way undici is loaded only at the
 // first call out: its import costs parsing 260 KB, which a runtime without regular expressions never
@@ -16,19 +16,15 @@ import type { CompiledPattern, PatternCompiler } from './bundle-format.js'
 /** The flags `matches` accepts, as JavaScript spells them; `u` changes nothing (RE2 always reads code points). */
 export const PATTERN_FLAGS = /^(?!.*(.).*\1)[imsu]*$/
 
-/** A compiled pattern and its RE2 program size (the compiler's measure of what a match costs per character). */
-export interface MeasuredPattern extends CompiledPattern {
-  programSize(): number
-}
-
 /** The pattern compiler over a loaded re2js: JS-style flags mapped onto RE2's. Throws re2js's syntax error. */
-export function patternCompilerOf(engine: typeof RE2JS): (source: string, flags: string) => MeasuredPattern {
+export function patternCompilerOf(engine: typeof RE2JS): (source: string, flags: string) => CompiledPattern {
   return (source, flags) => {
     let re2Flags = 0
     if (flags.includes('i')) re2Flags |= engine.CASE_INSENSITIVE
     if (flags.includes('m')) re2Flags |= engine.MULTILINE
     if (flags.includes('s')) re2Flags |= engine.DOTALL
-    return engine.compile(source, re2Flags)
+    const re = engine.compile(source, re2Flags)
+    return { test: (text) => re.test(text), size: re.programSize() }
   }
 }
 

@@ -381,6 +381,10 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   else notes.trace = { received }
   const selection = selectRoute(serving.bundle.routeTable.get(name) ?? [], context)
   if (selection.kind === 'none') throw new HttpError(404, 'no_mapping', `no mapping for ${config.basePath}/${name.slice(0, 200)} matches this payload's source`)
+  if (selection.kind === 'too_costly') {
+    notes.route = selection.route.id
+    throw new HttpError(413, 'condition_text_too_long', selection.error)
+  }
   if (selection.kind === 'filtered') {
     // Not an error: the sender did nothing wrong, the config chose to let this event go.
     const first = selection.route

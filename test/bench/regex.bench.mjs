@@ -42,12 +42,13 @@ const BODY_LIMIT = 262144
 const TEXT = BODY_LIMIT - JSON.stringify({ title: '' }).length
 
 const { RE2JS } = await import('re2js')
-const { MATCH_WORK_BUDGET, checkPattern } = await import(pathToFileURL(join(root, 'build/compiler/regex-safety.js')).href)
+const { MATCH_WORK_BUDGET } = await import(pathToFileURL(join(root, 'build/runtime/conditions.js')).href)
+const { checkPattern } = await import(pathToFileURL(join(root, 'build/compiler/regex-safety.js')).href)
 const { patternCompilerOf } = await import(pathToFileURL(join(root, 'build/runtime/regex.js')).href)
 const compilePattern = patternCompilerOf(RE2JS)
 /** the machine's 1-minute load average when the run started: on a shared 2-core machine, read the wall times with it */
 const loadAtStart = os.loadavg()[0]
-/** what one hook name's patterns may total at the default body limit: the compiler's budget, or --instructions to try another */
+/** what one request's patterns may cost over a 256 KiB text: the work budget (runtime/conditions.ts), or --instructions to try another */
 const allowed = values.instructions === undefined ? Math.floor(MATCH_WORK_BUDGET / BODY_LIMIT) : number('instructions', 3, 10_000)
 
 /** Deterministic text of `n` characters drawn from `alphabet`. */
@@ -77,7 +78,7 @@ const FAMILIES = [
   { family: 'overlapping: (x+x+)+y', make: () => '(x+x+)+y', text: (s) => 'x'.repeat(TEXT - (s % 2)) },
 ]
 
-/** The largest k whose pattern the budget accepts alone on a hook name with a 256 KiB body limit. */
+/** The largest k whose pattern the work budget lets read a whole 256 KiB text. */
 function largestAccepted({ make }) {
   let best
   for (let k = 1; k <= 1000; k++) {
@@ -204,7 +205,7 @@ if (values.json) {
   process.stdout.write(JSON.stringify(results, null, 2) + '\n')
 } else {
   const m = results.machine
-  process.stdout.write(`${m.cores} × ${m.cpu}, node ${m.node}; ${allowed} instructions at a 256 KiB body (the compiler's budget: ${MATCH_WORK_BUDGET} instruction·bytes = ${Math.floor(MATCH_WORK_BUDGET / BODY_LIMIT)}); load average ${results.load.start.toFixed(1)} at the start, ${results.load.end.toFixed(1)} at the end\n\n`)
+  process.stdout.write(`${m.cores} × ${m.cpu}, node ${m.node}; ${allowed} instructions at a 256 KiB body (the request's work budget: ${MATCH_WORK_BUDGET} instruction·characters = ${Math.floor(MATCH_WORK_BUDGET / BODY_LIMIT)}); load average ${results.load.start.toFixed(1)} at the start, ${results.load.end.toFixed(1)} at the end\n\n`)
   process.stdout.write('1. RE2 (re2js) on a 256 KiB body\'s text, the largest pattern of each family the budget accepts, ' + REPS + ' fresh texts each\n')
   process.stdout.write(table(['family', 'pattern', 'size', 'CPU worst ms', 'CPU median', 'wall worst', 'wall median'],
     engineRows.map((r) => (r.refused ? [r.family, `${r.pattern}: refused`, '–', '–', '–', '–', '–'] : [r.family, r.pattern, String(r.programSize), fmtMs(r.worstCpuMs), fmtMs(r.medianCpuMs), fmtMs(r.worstWallMs), fmtMs(r.medianWallMs)])), [1]) + '\n\n')

@@ -11,7 +11,7 @@ import { compileProject, post, send, setTestToken, spawnServe, type ServeProcess
 const TOKEN = setTestToken()
 const FIELD = 250_000
 
-/** One hook name per pattern: each fits the work budget for the default 256 KiB body alone. */
+/** One hook name per pattern, each over a field as long as the default 256 KiB body allows. */
 const CATASTROPHIC: Array<{ name: string; pattern: string; text: string }> = [
   { name: 'deploy', pattern: 'deploy.*to.*prod', text: 'deploy to '.repeat(FIELD / 10) },
   { name: 'nested', pattern: '(a+)+$', text: 'a'.repeat(FIELD - 1) + '!' },
@@ -67,3 +67,62 @@ stall('keeps serving after many such requests in a row', async ({ server }) => {
 })
 
 stall.run()
+
+// What one request's patterns may read is bounded as they run (runtime/conditions.ts), not by
+// refusing ordinary patterns that share a hook name at compile time.
+const BUDGET_CONFIG = `hooks:
+  enabled: true
+  token: "\${HOOKGATE_TEST_TOKEN}"
+  mappings:
+    - id: deploys
+      match:
+        path: deploys
+        when: { payload.title: { matches: "deploy.*to.*prod" } }
+      action: wake
+    - id: tags
+      match:
+        path: deploys
+        when: { payload.ref: { matches: "^refs/(heads|tags)/[A-Za-z0-9._/-]+$" } }
+      action: wake
+    - id: nth
+      match:
+        path: nth
+        when: { payload.x: { matches: "a[ab]{300}$" } }
+      action: wake
+`
+
+const budget = suite<{ server: ServeProcess; project: Awaited<ReturnType<typeof compileProject>> }>('the work budget of a request\'s patterns')
+
+budget.before(async (ctx) => {
+  ctx.project = await compileProject(BUDGET_CONFIG)
+  ctx.server = await spawnServe(ctx.project.outDir, ctx.project.stateDir)
+})
+budget.after(async ({ server }) => {
+  server.child.kill('SIGTERM')
+  await server.exited
+})
+
+budget('ordinary patterns on one hook name compile together and match', async ({ server }) => {
+  assert.is((await post(server.origin, '/hooks/deploys', TOKEN, { title: 'deploy it to prod' })).status, 200)
+  assert.is((await post(server.origin, '/hooks/deploys', TOKEN, { title: 'nothing', ref: 'refs/tags/v1.2' })).status, 200)
+  assert.is((await post(server.origin, '/hooks/deploys', TOKEN, { title: 'nothing', ref: 'main' })).status, 204)
+})
+
+budget('a text too long for a large pattern is refused with 413 condition_text_too_long before it is matched, and healthz keeps answering', async ({ server }) => {
+  // 301 instructions × 250,000 characters is over the budget: without it this match would hold
+  // the event loop for seconds (the pattern defeats RE2's DFA cache on a/b text)
+  let text = ''
+  for (let i = 0; i < FIELD; i++) text += (i * 7919) % 3 === 0 ? 'b' : 'a'
+  const refused = post(server.origin, '/hooks/nth', TOKEN, { x: text })
+  const health = send(server.origin, '/healthz', { method: 'GET' })
+  const [r, h] = await Promise.all([refused, health])
+  assert.is(h!.status, 200)
+  assert.is(r.status, 413, r.text)
+  assert.is(r.json.code, 'condition_text_too_long')
+  assert.match(String(r.json.error), 'would read 250000 characters')
+  // a short text is matched as usual
+  assert.is((await post(server.origin, '/hooks/nth', TOKEN, { x: 'a' + 'b'.repeat(300) })).status, 200)
+  assert.is((await post(server.origin, '/hooks/nth', TOKEN, { x: 'b'.repeat(301) })).status, 204)
+})
+
+budget.run()
