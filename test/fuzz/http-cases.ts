@@ -382,8 +382,8 @@ function shellQuote(s: string): string {
 
 /**
  * A reproduction: the curl line (with TOKEN, SIG as shell variables: export TOKEN=…, and
- * SIG=$(printf … | openssl dgst -sha256 -hmac "$SECRET")), and the exact bytes for `nc`, since curl
- * normalises what the fuzzer sends on purpose (dot segments, methods, framing).
+ * SIG=$(printf … | openssl dgst -sha256 -hmac "$SECRET")), and the exact bytes through bash's
+ * /dev/tcp, since curl normalises what the fuzzer sends on purpose (dot segments, methods, framing).
  */
 export function reproduce(r: FuzzRequest, origin = 'http://127.0.0.1:8787'): string {
   const headers = r.headers.map(([k, v]) => `-H ${shellQuote(`${k}: ${v}`).replace(/\$\{(TOKEN|SIG|NONCE)\}/g, "'\"$$$1\"'")}`)
@@ -398,7 +398,7 @@ export function reproduce(r: FuzzRequest, origin = 'http://127.0.0.1:8787'): str
   const lines = [
     `  ${r.method} ${JSON.stringify(r.target)}, ${r.headers.length} headers, body ${r.body.length} bytes (${r.bodyKind}), framing ${r.framing}${r.repeat ? ', sent twice' : ''}`,
     `  curl:  ${curl}`,
-    `  raw:   printf '%b' '${rawText}' | nc 127.0.0.1 8787`,
+    `  raw:   exec 3<>/dev/tcp/127.0.0.1/8787; printf '%b' '${rawText}' >&3; cat <&3`,
   ]
   if (r.headers.some(([, v]) => v.includes(SIG))) lines.push(`  (SIG=$(printf '%b' '${printfEscape(r.body)}' | openssl dgst -sha256 -hmac "$HOOKGATE_FUZZ_SECRET" | sed 's/^.* //'))`)
   return lines.join('\n')

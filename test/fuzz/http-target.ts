@@ -308,7 +308,8 @@ const STACK = /\n\s+at |\bat [\w.<>$]+ \(|(?:\/|\\)[\w.-]+\.(?:m?js|ts):\d+:\d+/
 function checkAnswer(s: Server, r: FuzzRequest, a: Answer | { error: string }, secrets: Secrets): Violation[] {
   const out: Violation[] = []
   const where = s.store
-  if ('error' in a) return [{ kind: `${where}: no answer`, detail: a.error }]
+  // by method: a CONNECT that gets none is another fault than a POST that gets none
+  if ('error' in a) return [{ kind: `${where}: no answer to a ${r.method}`, detail: a.error }]
   const probe = /^\/(healthz|livez|readyz|startupz)\b/.test(r.target)
   if (a.status >= 500) {
     const allowed = DOCUMENTED_5XX[a.status]
