@@ -14,14 +14,14 @@ fuzz.after(async () => { await close() })
 
 fuzz('a mutated config never crashes or hangs the compiler, and every finding points inside the file', async () => {
   const lines: string[] = []
-  const report = await runFuzz(compiler, { seed: SEED, numRuns: 120, maxShrinkSteps: 150, shrinkBudgetMs: 20_000, log: (l) => { lines.push(l) } })
+  const report = await runFuzz(compiler, { seed: SEED, numRuns: 120, maxShrinkSteps: 150, shrinkBudgetMs: 10_000, log: (l) => { lines.push(l) } })
   process.stdout.write(summarise(report) + '\n')
   assert.is(report.findings.length, 0, lines.join('\n'))
 })
 
 fuzz('a match.when pattern the compiler accepts does not backtrack for seconds on a 2 KiB field', async () => {
   const lines: string[] = []
-  const report = await runFuzz(regex, { seed: SEED, numRuns: 150, maxShrinkSteps: 100, shrinkBudgetMs: 20_000, log: (l) => { lines.push(l) } })
+  const report = await runFuzz(regex, { seed: SEED, numRuns: 150, maxShrinkSteps: 100, shrinkBudgetMs: 10_000, log: (l) => { lines.push(l) } })
   process.stdout.write(summarise(report) + '\n')
   assert.is(report.findings.length, 0, lines.join('\n'))
 })
