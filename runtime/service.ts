@@ -14,6 +14,7 @@ import { createModelRegistry } from './agents/models.js'
 import { createChannels } from './channels/index.js'
 import { AddressMatcher, AuthLimiter, resolveClientAddress, TokenCheck } from './http/auth.js'
 import { createHandler, type RequestLog, type Serving } from './http/server.js'
+import { HttpError, sendError } from './http/errors.js'
 import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
 import { prepareSignatures } from './http/signatures.js'
@@ -182,6 +183,18 @@ export async function startService(options: ServeOptions): Promise<Service> {
     refusals.note(resolveClientAddress((socket as Socket).remoteAddress, undefined, serving.trusted), '', status, code, '', undefined, undefined)
     const body = JSON.stringify({ ok: false, error: status === 431 ? 'the request headers are too large' : status === 408 ? 'the request did not arrive in time' : 'the request is not valid HTTP', code })
     socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+  })
+  // What Node would answer by itself without our JSON body: an Expect other than 100-continue (a bare
+  // 417), and CONNECT (the socket closed without a word). Both are refusals like any other.
+  server.on('checkExpectation', (req, res) => {
+    refusals.note(resolveClientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], serving.trusted), (req.url ?? '').slice(0, 512), 417, 'expectation_failed', req.method ?? '', req.headers, undefined)
+    res.setHeader('connection', 'close')
+    sendError(res, new HttpError(417, 'expectation_failed', 'only Expect: 100-continue is understood'))
+  })
+  server.on('connect', (req, socket) => {
+    refusals.note(resolveClientAddress((socket as Socket).remoteAddress, req.headers['x-forwarded-for'], serving.trusted), (req.url ?? '').slice(0, 512), 405, 'method_not_allowed', 'CONNECT', req.headers, undefined)
+    const body = JSON.stringify({ ok: false, error: 'CONNECT is not accepted here', code: 'method_not_allowed' })
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
   })
   // Transform workers start at the first call that needs one (that call waits for its worker; its
   // timeout counts from the worker being ready): started here they competed with the first
