@@ -2,7 +2,7 @@
 // phase can point at the YAML node a finding is about (file:line:col plus JSON pointer).
 import { readFileSync, realpathSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
-import { LineCounter, isAlias, isMap, isPair, isScalar, isSeq, parseDocument, type Alias, type Document, type Node } from 'yaml'
+import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, type Alias, type Document, type Node } from 'yaml'
 import type { DiagnosticBag, Location } from './diagnostics.js'
 
 export type PathSegment = string | number
@@ -55,10 +55,12 @@ export function loadConfig(file: string, bag: DiagnosticBag): LoadedConfig | und
 /** Parses already-read YAML text; exported for tests and for `hookgate compile -` style callers. */
 export function parseConfigSource(source: string, absFile: string, bag: DiagnosticBag): LoadedConfig | undefined {
   const shown = displayPath(absFile)
-  const lineCounter = new LineCounter()
-  const doc = parseDocument(source, { lineCounter, uniqueKeys: true, prettyErrors: false, keepSourceTokens: false })
+  const doc = parseDocument(source, { uniqueKeys: true, prettyErrors: false, keepSourceTokens: false })
+  // Positions from the text itself: yaml's LineCounter is fed by its lexer, which during error
+  // recovery misses the line break inside a multi-line token, and pointed past the end of a line.
+  const linePos = lineStarts(source)
   const at = (offset: number, path = ''): Location => {
-    const p = lineCounter.linePos(offset)
+    const p = linePos(offset)
     return { file: shown, line: p.line, column: p.col, path }
   }
   let syntaxErrors = 0
@@ -244,3 +246,20 @@ function firstLine(message: string): string {
 }
 
 export type { Document }
+
+/** The 1-based line and column of a character offset in `source`, found by binary search over where its lines start. */
+export function lineStarts(source: string): (offset: number) => { line: number; col: number } {
+  const starts = [0]
+  for (let i = source.indexOf('\n'); i >= 0; i = source.indexOf('\n', i + 1)) starts.push(i + 1)
+  return (offset) => {
+    const at = Math.max(0, Math.min(offset, source.length))
+    let lo = 0
+    let hi = starts.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1
+      if (starts[mid]! <= at) lo = mid
+      else hi = mid - 1
+    }
+    return { line: lo + 1, col: at - starts[lo]! + 1 }
+  }
+}
