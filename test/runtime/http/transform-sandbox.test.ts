@@ -2,8 +2,9 @@
 // the server (issue 23): its environment (/proc/self/environ, /proc/<ppid>/environ), its state
 // directory (<state>/token), a process of its own, a signal to the server, its priority, memory
 // beyond the cap in Buffers the heap limit does not see. Each attempt must fail its request with
-// 500 and leave the server, its token and its secrets where they were. Also: transform processes
-// never outlive the server, even one stuck in a loop when the server is SIGKILLed.
+// 500 and leave the server, its token and its secrets where they were. Also: what a transform
+// threw reaches the operator (the run row, the error log line), not the client; and transform
+// processes never outlive the server, even one stuck in a loop when the server is SIGKILLed.
 import { existsSync, readFileSync } from 'node:fs'
 import { getPriority } from 'node:os'
 import { join } from 'node:path'
@@ -148,6 +149,15 @@ sandbox('a transform cannot lower the server\'s priority (os.setPriority)', asyn
 
 sandbox('a transform holding 400 MiB of Buffers under a 64 MiB cap is stopped', async (ctx) => {
   assert.match(await attack(ctx, 'hoard'), 'more than its 64 MiB of memory')
+})
+
+sandbox('what a transform threw is on its run row and in the error log line, first line only, and not in the answer', async (ctx) => {
+  const error = await attack(ctx, 'throws')
+  const line = 'transform of mapping "throws" failed: TypeError: the payload has no repository'
+  assert.is(error, line)
+  const logged = ctx.server.stderr().split('\n').filter((l) => l.includes('"throws"')).map((l) => JSON.parse(l) as { level: string; msg: string })
+  assert.equal(logged.map((l) => [l.level, l.msg]), [['error', line]])
+  assert.not.match(ctx.server.stdout.join('\n') + ctx.server.stderr(), 'a second line')
 })
 
 sandbox.run()
