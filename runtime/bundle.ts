@@ -1,7 +1,7 @@
 // Loads a compiled bundle: finds the file, checks the format version (and says which side to
 // upgrade), and builds the frozen route table that a request looks up once. No YAML, no schema,
 // no eval here: the bundle is plain ES module code emitted by the compiler, and holds no
-// transform code (that is imported by the transform workers only).
+// transform code (that is imported by the transform processes only).
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'

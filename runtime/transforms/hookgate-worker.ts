@@ -3,8 +3,8 @@
 // the transform module, with an empty environment. Before any transform code is imported, this
 // file takes away what the permission model leaves open and that would reach the server: signals
 // (process.kill, process._kill, process._debugProcess, which sends SIGUSR1 and opens the server's
-// inspector), the priority of other processes (os.setPriority), and trace files written to the
-// working directory (trace_events). Then it reports it has booted (the pool measures its memory
+// inspector), the priority of other processes (os.setPriority), trace files written to the
+// working directory (trace_events) and V8 flags set at run time (v8.setFlagsFromString). Then it reports it has booted (the pool measures its memory
 // from there), takes the names its mappings list as process.env, imports the module and answers
 // calls.
 //
@@ -18,7 +18,7 @@ import { syncBuiltinESMExports } from 'node:module'
 import { Socket } from 'node:net'
 import os from 'node:os'
 import traceEvents from 'node:trace_events'
-import { deserialize, serialize } from 'node:v8'
+import v8, { deserialize, serialize } from 'node:v8'
 import type { TransformInput, TransformsModule } from '../bundle-format.js'
 
 /** The most a transform may return: bytes as serialized, and values (array elements, object members) counted. */
@@ -53,9 +53,11 @@ function denied(what: string): () => never {
 function lock(target: object, name: string, value: unknown): void {
   Object.defineProperty(target, name, { value, writable: false, configurable: false, enumerable: false })
 }
-for (const name of ['kill', '_kill', '_debugProcess', '_debugEnd', '_startProfilerIdleNotifier']) lock(process, name, denied(`process.${name}`))
+for (const name of ['kill', '_kill', '_debugProcess', '_debugEnd']) lock(process, name, denied(`process.${name}`))
 lock(os, 'setPriority', denied('os.setPriority'))
 lock(traceEvents, 'createTracing', denied('trace_events.createTracing'))
+// V8 flags at run time (native syntax, say) are a way around everything above
+lock(v8, 'setFlagsFromString', denied('v8.setFlagsFromString'))
 // `import { setPriority } from 'node:os'` in a transform gets the locked function too
 syncBuiltinESMExports()
 

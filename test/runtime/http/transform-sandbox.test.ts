@@ -26,7 +26,7 @@ hooks:
   token: { generate: true }
   transformsDir: transforms
   mappings:
-${['selfEnviron', 'parentEnviron', 'stateToken', 'spawnShell', 'kill', 'rawKill', 'debugServer', 'renice', 'hoard', 'throws', 'plain', 'spin']
+${['selfEnviron', 'parentEnviron', 'stateToken', 'spawnShell', 'kill', 'rawKill', 'debugServer', 'renice', 'v8Flags', 'traceFile', 'hoard', 'throws', 'plain', 'spin']
   .map((name) => `    - id: ${name}
       match: { path: ${name} }
       action: agent
@@ -39,6 +39,8 @@ const HOSTILE = `
 import { readFileSync } from 'node:fs'
 import { execFileSync } from 'node:child_process'
 import { setPriority } from 'node:os'
+import { setFlagsFromString } from 'node:v8'
+import { createTracing } from 'node:trace_events'
 
 export function selfEnviron() { return { name: readFileSync('/proc/self/environ', 'latin1') } }
 export function parentEnviron() { return { name: readFileSync('/proc/' + process.ppid + '/environ', 'latin1') } }
@@ -53,6 +55,10 @@ export function rawKill({ payload }) { process._kill(payload.serverPid, 9); retu
 // SIGUSR1: the server would open its inspector, which runs any code sent to it
 export function debugServer({ payload }) { process._debugProcess(payload.serverPid); return { name: 'inspector opened' } }
 export function renice({ payload }) { setPriority(payload.serverPid, 19); return { name: 'reniced' } }
+// native syntax (%-functions) is a way to corrupt memory, and from there around every check
+export function v8Flags() { setFlagsFromString('--allow-natives-syntax'); return { name: 'flags set' } }
+// trace files are written to the working directory, past the permission model
+export function traceFile() { createTracing({ categories: ['node.perf'] }).enable(); return { name: 'tracing' } }
 const held = []
 export function hoard() {
   // 400 MiB outside the JS heap, every page written
@@ -145,6 +151,11 @@ sandbox('a transform cannot lower the server\'s priority (os.setPriority)', asyn
   const before = getPriority(ctx.server.child.pid!)
   await attack(ctx, 'renice')
   assert.is(getPriority(ctx.server.child.pid!), before)
+})
+
+sandbox('a transform cannot set V8 flags or write trace files', async (ctx) => {
+  assert.match(await attack(ctx, 'v8Flags'), 'v8.setFlagsFromString is not allowed in a transform')
+  assert.match(await attack(ctx, 'traceFile'), 'trace_events.createTracing is not allowed in a transform')
 })
 
 sandbox('a transform holding 400 MiB of Buffers under a 64 MiB cap is stopped', async (ctx) => {
