@@ -8,11 +8,14 @@
 // from there), takes the names its mappings list as process.env, imports the module and answers
 // calls.
 //
-// Calls come on fd 0, each frame a 4-byte little-endian length and the v8-serialized array of
-// calls. Answers go on fd 3, each frame a 4-byte length, then a kind (1 byte) and the call's id
-// (a float64), then the value as v8-serialized (serialized once, here, where it was measured) or
-// a line of text. An answer over the size cap never leaves this process. The pool trusts none of
-// this: a transform can write to these fds too, and the pool checks every frame it reads.
+// Calls come on fd 0, each frame a 4-byte little-endian length, a kind (1 byte: JSON or v8) and
+// the array of calls. Answers go on fd 3, each frame a 4-byte length, then a kind (1 byte) and the
+// call's id (a float64), then the value (serialized once, here, where it was measured) or a line
+// of text. Values go as JSON when JSON carries them exactly (plain objects and arrays, strings,
+// finite numbers, booleans, null: what a payload is), else v8-serialized: Node's v8.serialize and
+// deserialize cost about three times JSON's CPU, on the server's main thread at each call. An
+// answer over the size cap never leaves this process. The pool trusts none of this: a transform
+// can write to these fds too, and the pool checks every frame it reads.
 import { writevSync } from 'node:fs'
 import { syncBuiltinESMExports } from 'node:module'
 import { Socket } from 'node:net'
@@ -62,7 +65,7 @@ lock(v8, 'setFlagsFromString', denied('v8.setFlagsFromString'))
 syncBuiltinESMExports()
 
 /** What a frame on fd 3 says: the same numbers as ANSWER in pool.ts (this file imports no module of ours). */
-const Kind = { Booted: 1, Ready: 2, Fatal: 3, Value: 4, Threw: 5, Invalid: 6 } as const
+const Kind = { Booted: 1, Ready: 2, Fatal: 3, Value: 4, Threw: 5, Invalid: 6, ValueV8: 7 } as const
 type Kind = (typeof Kind)[keyof typeof Kind]
 const ANSWERS_FD = 3
 const head = Buffer.alloc(13)
@@ -105,29 +108,53 @@ process.on('uncaughtException', (err) => {
 // ---- the transform module ------------------------------------------------------------------
 let transforms: TransformsModule['transforms'] | undefined
 
-/** Why `value` may not leave this process, or its serialized bytes when it may. */
-function outputProblem(value: unknown): string | Buffer {
+const objectPrototype = Object.prototype
+const getPrototypeOf = Object.getPrototypeOf
+const isFiniteNumber = Number.isFinite
+const stringify = JSON.stringify
+const parse = JSON.parse
+
+/**
+ * Why `value` may not leave this process, or how it goes: its bytes, and whether they are JSON
+ * (every value in it one JSON carries exactly) or v8-serialized.
+ */
+function outputProblem(value: unknown): string | { bytes: Buffer; json: boolean } {
   let count = 0
+  let json = true
   const seen = new Set<object>()
   const stack: unknown[] = [value]
   while (stack.length > 0) {
     const v = stack.pop()
-    if (v === null || typeof v !== 'object' || seen.has(v)) continue
+    if (json) {
+      const type = typeof v
+      // -0, NaN and Infinity, undefined (a member JSON would drop), bigint, functions, symbols: v8
+      if (type === 'number' ? !isFiniteNumber(v) || Object.is(v, -0) : type !== 'string' && type !== 'boolean' && type !== 'object') json = false
+    }
+    if (v === null || typeof v !== 'object') continue
+    if (seen.has(v)) {
+      json = false // shared or cyclic: v8 keeps it as it is
+      continue
+    }
     seen.add(v)
-    const keys = isArray(v) ? undefined : keysOf(v)
+    const array = isArray(v)
+    if (json && !array) {
+      const proto = getPrototypeOf(v) as unknown
+      if (proto !== objectPrototype && proto !== null) json = false // a Date, a Map, a class instance
+    }
+    const keys = array ? undefined : keysOf(v)
     count += keys ? keys.length : (v as unknown[]).length
     if (count > MAX_OUTPUT_VALUES) return `more than ${MAX_OUTPUT_VALUES} values`
     if (keys) for (const k of keys) stack.push((v as Record<string, unknown>)[k])
-    else for (const x of v as unknown[]) stack.push(x)
+    else for (const x of v as unknown[]) stack.push(x) // a hole reads as undefined: v8
   }
   let bytes: Buffer
   try {
-    bytes = serialize(value)
+    bytes = json ? Buffer.from(stringify(value), 'utf8') : serialize(value)
   } catch {
     return 'a value that cannot be copied (a function, a class instance with methods, …)'
   }
   if (bytes.length > MAX_OUTPUT_BYTES) return `a value of ${bytes.length} bytes (at most ${MAX_OUTPUT_BYTES})`
-  return bytes
+  return { bytes, json }
 }
 
 // One call at a time, in the order sent: the pool sends several at once, in one frame, and counts
@@ -149,7 +176,7 @@ async function answer(call: Call): Promise<void> {
     const value = await fn(Object.freeze(call.input))
     const checked = outputProblem(value)
     if (typeof checked === 'string') send(Kind.Invalid, call.id, checked)
-    else send(Kind.Value, call.id, checked)
+    else send(checked.json ? Kind.Value : Kind.ValueV8, call.id, checked.bytes)
   } catch (err) {
     send(Kind.Threw, call.id, firstLine(err))
   }
@@ -181,7 +208,9 @@ calls.on('data', (chunk: Buffer) => {
     const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, buffered)
     const length = all.readUInt32LE(0)
     if (buffered < 4 + length) { chunks = [all]; return }
-    const message = deserialize(all.subarray(4, 4 + length)) as Init | Call[]
+    // kind 1: JSON (what the pool sends when it can), 2: v8-serialized
+    const body = all.subarray(5, 4 + length)
+    const message = (all[4] === 1 ? parse(body.toString('utf8')) : deserialize(body)) as Init | Call[]
     const rest = all.subarray(4 + length)
     chunks = rest.length > 0 ? [rest] : []
     buffered = rest.length
