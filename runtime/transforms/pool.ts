@@ -62,11 +62,15 @@ const ANSWER = { booted: 1, ready: 2, fatal: 3, value: 4, threw: 5, invalid: 6, 
  */
 const WORKER_FILE = fileURLToPath(new URL(`./${WORKER_MODULE}${extname(fileURLToPath(import.meta.url))}`, import.meta.url))
 
-let permissionFlag: string | undefined
-/** Node 20 names the permission model --experimental-permission; later versions --permission. */
-function permission(): string {
-  permissionFlag ??= process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission'
-  return permissionFlag
+let permissionFlags: string[] | undefined
+/**
+ * Node 20 names the permission model --experimental-permission, later versions --permission; the
+ * versions whose model covers the network (--allow-net) get it allowed, as Node 20 leaves it.
+ */
+function permission(): string[] {
+  const known = process.allowedNodeEnvironmentFlags
+  permissionFlags ??= [known.has('--permission') ? '--permission' : '--experimental-permission', ...(known.has('--allow-net') ? ['--allow-net'] : [])]
+  return permissionFlags
 }
 
 let setprivPath: string | null | undefined
@@ -98,7 +102,7 @@ function realpath(file: string): string {
 function childArgs(spec: ChildSpec): string[] {
   const young = Math.max(4, Math.min(32, Math.floor(spec.memoryMiB / 8)))
   return [
-    permission(),
+    ...permission(),
     `--allow-fs-read=${realpath(WORKER_FILE)}`,
     `--allow-fs-read=${realpath(spec.transformsFile)}`,
     '--disable-warning=ExperimentalWarning',

@@ -41,7 +41,7 @@ if (values.path === 'floor' || values.path === 'floor-body' || values.path === '
   if (values.path === 'bare401') hdrs = { ...headers, authorization: 'Bearer wrong-token-wrong-token-wrong' }
 } else {
   const transform = values.path === 'transform'
-  // the transform path: a wake whose small transform builds the text, in the worker pool
+  // the transform path: a wake whose small transform builds the text, in the transform processes
   if (transform) {
     mkdirSync(join(tmp, 'transforms'))
     writeFileSync(join(tmp, 'transforms', 'xform.ts'), 'export default function xform({ payload, headers }: { payload: { text?: unknown }; headers: Record<string, string> }): { text: string } {\n  return { text: `${String(payload.text)} from ${headers[\'x-source\'] ?? \'unknown\'}` }\n}\n')
