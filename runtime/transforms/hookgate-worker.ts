@@ -4,9 +4,9 @@
 // file takes away what the permission model leaves open and that would reach the server: signals
 // (process.kill, process._kill, process._debugProcess, which sends SIGUSR1 and opens the server's
 // inspector), the priority of other processes (os.setPriority), trace files written to the
-// working directory (trace_events) and V8 flags set at run time (v8.setFlagsFromString). Then it reports it has booted (the pool measures its memory
-// from there), takes the names its mappings list as process.env, imports the module and answers
-// calls.
+// working directory (trace_events) and V8 flags set at run time (v8.setFlagsFromString). Then it
+// reports it has booted (the pool measures its memory from there), takes the names its mappings
+// list as process.env, imports the module and answers calls.
 //
 // Calls come on fd 0, each frame a 4-byte little-endian length, a kind (1 byte: JSON or v8) and
 // the array of calls. Answers go on fd 3, each frame a 4-byte length, then a kind (1 byte) and the
