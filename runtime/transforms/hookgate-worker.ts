@@ -1,4 +1,4 @@
-// The process that runs one transform module, apart from the server (runtime/transforms/pool.ts
+// The process that runs one transform module, apart from the server (runtime/transforms/child.ts
 // starts it): a child process under Node's permission model that may read only its own file and
 // the transform module, with an empty environment. Before any transform code is imported, this
 // file takes away what the permission model leaves open and that would reach the server: signals
@@ -64,7 +64,7 @@ lock(v8, 'setFlagsFromString', denied('v8.setFlagsFromString'))
 // `import { setPriority } from 'node:os'` in a transform gets the locked function too
 syncBuiltinESMExports()
 
-/** What a frame on fd 3 says: the same numbers as ANSWER in pool.ts (this file imports no module of ours). */
+/** What a frame on fd 3 says: the same numbers as ANSWER in child.ts (this file imports no module of ours). */
 const Kind = { Booted: 1, Ready: 2, Fatal: 3, Value: 4, Threw: 5, Invalid: 6, ValueV8: 7 } as const
 type Kind = (typeof Kind)[keyof typeof Kind]
 const ANSWERS_FD = 3
