@@ -254,7 +254,7 @@ export const ServerSchema = Type.Object({
   concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'isolated agent turns running at once, default 4' })),
   maxPendingRuns: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'agent and workflow runs accepted but not finished; past it new ones get 503, default 10000' })),
   idempotencyWindowSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 30 * 86400, description: 'how long an Idempotency-Key is remembered, default 86400' })),
-  transformMemoryMiB: Type.Optional(Type.Integer({ minimum: 16, maximum: 4096, description: 'heap limit of each transform worker thread; a transform over it fails its request with 500, default 128' })),
+  transformMemoryMiB: Type.Optional(Type.Integer({ minimum: 16, maximum: 4096, description: 'memory cap of each transform process (heap, Buffers and everything else it holds); a transform over it fails its request with 500, default 128' })),
   history: Type.Optional(Type.Object({
     keepRuns: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000, description: 'finished runs a compaction keeps, newest first (unfinished runs are always kept), default 50000' })),
     compactAboveMiB: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_048_576, description: 'at start, runs.jsonl past this size is compacted, default 64' })),

@@ -11,16 +11,16 @@ export const BUNDLE_FILE = 'hookgate.bundle.mjs'
 export const MANIFEST_FILE = 'manifest.json'
 
 /**
- * Transform code lives apart from the bundle, in modules only the transform worker threads import:
+ * Transform code lives apart from the bundle, in modules only the transform processes import:
  * `hookgate.transforms.<16 hex of its content hash>.mjs` beside the bundle, one per distinct
- * `transform.env` list. The name changes with the content, so workers of a bundle still serving
+ * `transform.env` list. The name changes with the content, so processes of a bundle still serving
  * never pick up the code of a newer compile.
  */
 export const TRANSFORMS_FILE = /^hookgate\.transforms\.[0-9a-f]{16}\.mjs$/
 
 /**
  * The runtime as one file beside the bundle (`hookgate compile --standalone`), and the transform
- * worker's module name without its extension: `runtime/transforms/hookgate-worker.js` in the
+ * process's module name without its extension: `runtime/transforms/hookgate-worker.js` in the
  * package, `hookgate-worker.mjs` beside the standalone runtime. The pool starts the worker that sits
  * beside its own module under this name, so both layouts find theirs the same way.
  */
@@ -167,7 +167,7 @@ export interface BundleConfig {
     concurrency: number
     maxPendingRuns: number
     idempotencyWindowMs: number
-    /** heap limit of each transform worker */
+    /** memory cap of each transform process (heap, Buffers, everything it allocates) */
     transformMemoryMiB: number
     /** how much run history a compaction keeps (server.history); absent in bundles older than it */
     history?: { keepRuns: number; compactAboveBytes: number; keepRequestBytes: number }
@@ -312,7 +312,7 @@ export interface BundleRoute {
   maxItems?: number
   /** answer with the outcome when the run ends within this many seconds (capped by server.maxWaitSeconds) */
   waitSeconds?: number | null
-  /** data only: the code is in `file` (beside the bundle), which only transform workers import */
+  /** data only: the code is in `file` (beside the bundle), which only transform processes import */
   transform: { exportName: string; module: string; timeoutMs: number; file: string; env: string[] } | null
 }
 

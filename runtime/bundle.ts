@@ -1,7 +1,7 @@
 // Loads a compiled bundle: finds the file, checks the format version (and says which side to
 // upgrade), and builds the frozen route table that a request looks up once. No YAML, no schema,
 // no eval here: the bundle is plain ES module code emitted by the compiler, and holds no
-// transform code (that is imported by the transform workers only). A bundle with `matches`
+// transform code (that is imported by the transform processes only). A bundle with `matches`
 // conditions is handed the pattern engine (runtime/regex.ts, loaded only then), which compiles
 // each pattern once, here, never per request.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'

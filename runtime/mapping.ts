@@ -1,5 +1,5 @@
 // The request-time half of a mapping: pick the route (match.source, then match.when), render its compiled
-// templates, hand its transform (secret headers redacted) to the worker threads that run it, merge
+// templates, hand its transform (secret headers redacted) to the processes that run it, merge
 // the transform's answer, and produce the action — or, when the mapping fans out (forEach, or a
 // transform that returns an array), one action per element with the element as {{item}}. Used by
 // the server and by `hookgate try`, so both answer the same.
@@ -97,8 +97,8 @@ export function selectRoute(routes: readonly BundleRoute[], input: MappingInput)
 }
 
 /**
- * Runs a route's transform: always worker threads (runtime/transforms/pool.ts), for the server and
- * for `hookgate try` alike; transform code is never evaluated on the main thread.
+ * Runs a route's transform: always in a child process (runtime/transforms/pool.ts), for the server
+ * and for `hookgate try` alike; transform code is never evaluated in the server's process.
  */
 export type TransformRunner = (route: BundleRoute, input: TransformInput) => Promise<unknown>
 
@@ -128,12 +128,15 @@ export async function applyMapping(routes: readonly BundleRoute[] | undefined, i
   if (route.transform) {
     let out: unknown
     try {
-      if (!runTransform) throw new TransformFailed('no transform workers')
+      if (!runTransform) throw new TransformFailed('no transform processes')
       out = await runTransform(route, { payload: input.payload, headers: transformHeaders(input.headers), query: input.query, path: input.path })
     } catch (err) {
       if (err instanceof TransformTimeout) return { kind: 'error', route, status: 500, code: 'transform_timeout', error: `transform of mapping "${route.id}" did not finish within ${route.transform.timeoutMs} ms` }
       if (err instanceof TransformFailed && err.invalidOutput) return { kind: 'error', route, status: 500, code: 'transform_invalid_output', error: `transform of mapping "${route.id}" returned ${err.message}` }
-      return { kind: 'error', route, status: 500, code: 'transform_failed', error: `transform of mapping "${route.id}" failed` }
+      // the operator's to see (the run row, the error log line, `hookgate try`); the client gets a
+      // generic sentence. The pool gives one bounded line: what the transform threw, or why its
+      // process was stopped; never a stack.
+      return { kind: 'error', route, status: 500, code: 'transform_failed', error: `transform of mapping "${route.id}" failed${err instanceof TransformFailed ? `: ${err.message}` : ''}` }
     }
     if (out === null) return { kind: 'skip', route }
     // An array is the elements to fan out over (it wins over forEach); an object overrides fields.

@@ -196,9 +196,9 @@ export async function startService(options: ServeOptions): Promise<Service> {
     const body = JSON.stringify({ ok: false, error: 'CONNECT is not accepted here', code: 'method_not_allowed' })
     socket.end(`HTTP/1.1 405 Method Not Allowed\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
   })
-  // Transform workers start at the first call that needs one (that call waits for its worker; its
-  // timeout counts from the worker being ready): started here they competed with the first
-  // requests for the CPU and held ~6 MiB each in a server that may never run a transform.
+  // Transform processes start at the first call that needs one (that call waits for its process;
+  // its timeout counts from the process being ready): started here they competed with the first
+  // requests for the CPU and held memory (~7 MiB of their own each) in a server that may never run a transform.
 
   const address = server.address() as AddressInfo
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
@@ -249,7 +249,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       info('server.store changes take effect at the next start; this runtime keeps the store it opened')
     }
     try {
-      // The transform modules' top-level code runs here, in the new workers, never on this thread.
+      // The transform modules' top-level code runs here, in the new transform processes, never in this one.
       await prepared.pool?.warm()
     } catch (err) {
       void prepared.pool?.close()
@@ -385,7 +385,7 @@ function batchedStdout(): { write(line: string): void; flush(): void } {
 
 /**
  * Everything a bundle needs before it can serve, built once per load: secrets resolved (a missing
- * one is an error naming the reference; signing secrets included), model providers and channels created, transform workers.
+ * one is an error naming the reference; signing secrets included), model providers and channels created, transform processes.
  */
 function prepare(bundle: LoadedBundle, stateDir: string, onGenerated: (token: string, where: string) => void, startDeadlineMs?: number, onGeneratedSecret?: (routeId: string, file: string) => void): Serving & { pool: TransformPool | null; wiring: EngineWiring } {
   const wiring: EngineWiring = {

@@ -1,6 +1,6 @@
 // The dry run behind `hookgate try` and the operator page's Test button: what the server would
 // answer for a payload on a path of a loaded bundle, through the functions the server calls
-// (mapping, transform in a worker, session-key policy, envelope), without starting anything.
+// (mapping, transform in its process, session-key policy, envelope), without starting anything.
 import type { LoadedBundle } from './bundle.js'
 import { applyMapping, type HookAction } from './mapping.js'
 import { wrapExternalContent } from './envelope.js'
@@ -18,8 +18,8 @@ const answer = (status: number, body: Record<string, unknown>): DryRunAnswer => 
 export async function dryRun(bundle: LoadedBundle, name: string, payload: unknown, request: { headers: Record<string, string>; query: Record<string, string> }): Promise<DryRunAnswer> {
   const { headers, query } = request
   if (name === 'wake' || name === 'agent') return tryBuiltin(name, payload, bundle.config)
-  // The transform runs in a worker thread here too, as in the server: an endless loop in it is
-  // stopped by its timeout instead of hanging this command.
+  // The transform runs in its own process here too, as in the server: an endless loop in it is
+  // stopped by its timeout instead of hanging this command, and it reaches nothing of this one.
   const pool = TransformPool.forBundle(bundle, { size: 1 })
   let outcome
   const context = { payload, headers, query, path: name, now: new Date().toISOString() }

@@ -32,7 +32,7 @@ export interface Serving {
   bundle: LoadedBundle
   token: TokenCheck
   trusted: AddressMatcher
-  /** runs transforms in worker threads; null when the bundle has none */
+  /** runs transforms in sandboxed child processes; null when the bundle has none */
   transforms: TransformRunner | null
   /** the signed routes' keys by route id, resolved at load (empty when no route is signed) */
   signatures: ReadonlyMap<string, PreparedSignature>

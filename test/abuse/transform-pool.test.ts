@@ -1,5 +1,6 @@
 // Wedging the transform pool with tiny payloads: a 5,000-deep array (10 KB, far under the body
-// limit) cannot be structured-cloned to a transform worker, and the failed hand-over leaves its
+// limit) could not be structured-cloned to a transform worker thread (it goes as JSON to the
+// transform processes that replaced them, issue 23), and the failed hand-over left its
 // timer armed. When that stale timer fires it terminates whatever worker the slot has by then; if
 // the slot is starting a fresh worker at that moment, the start never settles and the slot stays
 // busy forever. Two such slots and every transform mapping stops answering for good, while

@@ -1,6 +1,7 @@
 // Main-thread CPU per request, run by hand: a quick and fairly noise-proof figure for one path
 // (CPU time the server's main thread and whole process used, from /proc utime+stime, over a fixed
-// number of requests), for comparing a change against the durable floor on a busy machine.
+// number of requests), for comparing a change against the durable floor on a busy machine. The
+// whole process includes its child processes (the transform processes).
 //
 //   node test/bench/cpu.mjs [--path floor|floor-body|bare401|wake|template|transform|agent|auth] [--requests 60000] [--connections 50] [--body-kib N]
 //
@@ -10,7 +11,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
 import autocannon from 'autocannon'
-import { BARE_SERVER, freePort, mainThreadCpuSeconds, procCpuSeconds, readCli, root, startServer, stopServer, requestBody, installExitHandlers } from './lib.mjs'
+import { BARE_SERVER, freePort, mainThreadCpuSeconds, procCpuSeconds, processTree, readCli, root, startServer, stopServer, requestBody, installExitHandlers } from './lib.mjs'
 
 const USAGE = 'usage: node test/bench/cpu.mjs [--path floor|floor-body|bare401|wake|template|transform|agent|auth] [--requests N] [--connections N] [--body-kib N]'
 const { values, number } = readCli('cpu', USAGE, {
@@ -40,7 +41,7 @@ if (values.path === 'floor' || values.path === 'floor-body' || values.path === '
   if (values.path === 'bare401') hdrs = { ...headers, authorization: 'Bearer wrong-token-wrong-token-wrong' }
 } else {
   const transform = values.path === 'transform'
-  // the transform path: a wake whose small transform builds the text, in the worker pool
+  // the transform path: a wake whose small transform builds the text, in the transform processes
   if (transform) {
     mkdirSync(join(tmp, 'transforms'))
     writeFileSync(join(tmp, 'transforms', 'xform.ts'), 'export default function xform({ payload, headers }: { payload: { text?: unknown }; headers: Record<string, string> }): { text: string } {\n  return { text: `${String(payload.text)} from ${headers[\'x-source\'] ?? \'unknown\'}` }\n}\n')
@@ -60,16 +61,20 @@ const fire = (amount) => new Promise((resolve, reject) => {
   instance.on('response', () => { lastAnswer = performance.now() })
 })
 await fire(Math.min(10_000, requests))
-const before = procCpuSeconds(server.pid)
+// the server and its children (transform processes, started by the warm-up)
+const pids = processTree(server.pid)
+const treeCpuSeconds = () => pids.reduce((n, pid) => n + procCpuSeconds(pid), 0)
+const before = treeCpuSeconds()
 const mainBefore = mainThreadCpuSeconds(server.pid)
 const t0 = performance.now()
 const r = await fire(requests)
 const seconds = (lastAnswer - t0) / 1000
-const cpu = procCpuSeconds(server.pid) - before
+const cpu = treeCpuSeconds() - before
 const main = mainThreadCpuSeconds(server.pid) - mainBefore
 const answered = r['2xx'] + r.non2xx
 const peak = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
-process.stdout.write(`${values.path}: ${Math.round(answered / seconds)} req/s, peak RSS ${peak.toFixed(1)} MiB, main thread ${(main * 1e6 / answered).toFixed(1)} µs/request, whole process ${(cpu * 1e6 / answered).toFixed(1)} µs/request, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
+const childRss = pids.slice(1).map((pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024)
+process.stdout.write(`${values.path}: ${Math.round(answered / seconds)} req/s, peak RSS ${peak.toFixed(1)} MiB${childRss.length ? ` (+ ${childRss.length} child processes: ${childRss.map((m) => m.toFixed(1)).join(', ')} MiB)` : ''}, main thread ${(main * 1e6 / answered).toFixed(1)} µs/request, whole process ${(cpu * 1e6 / answered).toFixed(1)} µs/request, statuses ${JSON.stringify(Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])))}\n`)
 await stopServer(server)
 rmSync(tmp, { recursive: true, force: true })
 process.exit(0)

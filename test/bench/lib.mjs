@@ -448,13 +448,17 @@ export function processTree(pid) {
  * (`dbPids()`: the pids to count, asked at the start and at the end; a backend that exits within
  * the interval takes its time with it), and of everything else on the machine (other processes,
  * kernel threads, steal). 1 = one core. Also the pids' CPU seconds in the interval, all threads
- * (`serverCpuSeconds`) and their main threads alone (`mainCpuSeconds`).
+ * (`serverCpuSeconds`; with `withChildren`, their child processes' too, as found at the start) and
+ * their main threads alone (`mainCpuSeconds`).
  */
-export function cpuWindow(pidOrPids, { dbPids } = {}) {
+export function cpuWindow(pidOrPids, { dbPids, withChildren = false } = {}) {
   const pids = Array.isArray(pidOrPids) ? pidOrPids : [pidOrPids]
   const sum = (f) => pids.reduce((n, pid) => n + f(pid), 0)
+  // withChildren: the servers' child processes (transform processes) count as the server's CPU, not as "other"
+  const children = withChildren ? pids.flatMap((pid) => processTree(pid).slice(1)) : []
+  const whole = () => sum(procCpuSeconds) + children.reduce((n, pid) => n + (procCpuSeconds(pid) || 0), 0)
   const dbCpu = () => new Map((dbPids?.() ?? []).map((pid) => [pid, procCpuSeconds(pid)]))
-  const cpu0 = sum(procCpuSeconds)
+  const cpu0 = whole()
   const main0 = sum(mainThreadCpuSeconds)
   const db0 = dbCpu()
   const self0 = process.cpuUsage()
@@ -463,7 +467,7 @@ export function cpuWindow(pidOrPids, { dbPids } = {}) {
   return {
     stop() {
       const seconds = (performance.now() - t0) / 1000
-      const serverCpuSeconds = sum(procCpuSeconds) - cpu0
+      const serverCpuSeconds = whole() - cpu0
       const mainCpuSeconds = sum(mainThreadCpuSeconds) - main0
       let dbCpuSeconds = 0
       for (const [pid, s] of dbCpu()) if (Number.isFinite(s)) dbCpuSeconds += s - (db0.get(pid) ?? 0)
@@ -593,7 +597,7 @@ export async function measure(target, { path, headers, body, connections, durati
     if (rss > rssPeak || Number.isNaN(rssPeak)) rssPeak = rss
     samples++
   }, RSS_SAMPLE_MS)
-  const cpu = cpuWindow(servers.map((s) => s.pid), { dbPids })
+  const cpu = cpuWindow(servers.map((s) => s.pid), { dbPids, withChildren: true })
   let results
   try {
     results = await loadAll(duration, latencies)

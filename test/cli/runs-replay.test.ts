@@ -86,7 +86,7 @@ replay('runs show lists the run\'s row and the runs sharing its correlation id',
   const text = await cli(ctx, ['runs', 'show', ctx.failed, '--state', ctx.project.stateDir])
   assert.is(text.code, 0, describeRun(text))
   assert.match(text.stdout, new RegExp(`^id\\s+${ctx.failed}$`, 'm'))
-  assert.match(text.stdout, /^error\s+transform of mapping "orders" failed$/m)
+  assert.match(text.stdout, /^error\s+transform of mapping "orders" failed: Error: orders transform not finished$/m)
   assert.match(text.stdout, /same correlation id:\nCREATED/)
   assert.match(text.stdout, ctx.sibling)
   assert.match(text.stdout, `hookgate runs replay ${ctx.failed}`)

@@ -1,9 +1,9 @@
 // Transforms through the real server, as a hostile or careless transform would behave: what it can
-// read (process.env, secret headers), what it can cost (memory, a huge answer, a worker stuck in a
-// native call), and where its code runs (never on the server's main thread).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+// read (process.env, secret headers), what it can cost (memory, a huge answer, a process stuck in
+// a synchronous wait), and where its code runs (never in the server's process). What a transform
+// can reach of the server itself is transform-sandbox.test.ts.
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { assertError, assertOk, post, rowOf, serve, setTestToken, type Harness } from './harness.js'
@@ -11,12 +11,21 @@ import { assertError, assertOk, post, rowOf, serve, setTestToken, type Harness }
 const TOKEN = setTestToken()
 const AGENT_KEYS = ['ok', 'action', 'runId', 'correlationId', 'sessionKey']
 
-// Set before the server starts: the workers copy the listed names when they start.
+// Set before the server starts: the transform processes get the listed names when they start.
 process.env.SHOP_DOMAIN = 'shop.example'
 process.env.PROVIDER_API_KEY = 'sk-never-for-transforms'
-// where the tally transform writes down each call it runs (the pipeline test counts them)
-const TALLY_DIR = mkdtempSync(join(tmpdir(), 'hookgate-tally-'))
-process.env.TALLY_FILE = join(TALLY_DIR, 'calls')
+// where the tally transform reports each call it runs (the pipeline test counts them): a transform
+// may not write files, but it may call out
+const ran: number[] = []
+const tallyServer = createServer((req, res) => {
+  let body = ''
+  req.setEncoding('utf8').on('data', (d: string) => { body += d }).on('end', () => {
+    ran.push(Number(body))
+    res.end()
+  })
+})
+await new Promise<void>((resolve) => tallyServer.listen(0, '127.0.0.1', resolve))
+process.env.TALLY_URL = `http://127.0.0.1:${(tallyServer.address() as AddressInfo).port}/`
 
 const CONFIG = `
 server:
@@ -65,21 +74,24 @@ hooks:
       match: { path: tally }
       action: agent
       messageTemplate: tally
-      transform: { module: tally.mjs, env: [TALLY_FILE], timeoutMs: 400 }
+      transform: { module: tally.mjs, env: [TALLY_URL], timeoutMs: 1000 }
 `
 
-// Each call writes its number down before it answers; "spin" never answers (a synchronous loop).
+// Each call reports its number before it answers; "spin" never answers (a synchronous loop).
 const TALLY = `
-import { appendFileSync } from 'node:fs'
-export default function tally({ payload }) {
-  appendFileSync(process.env.TALLY_FILE, payload.n + '\\n')
+import { request } from 'node:http'
+export default async function tally({ payload }) {
+  await new Promise((resolve, reject) => {
+    const req = request(process.env.TALLY_URL, { method: 'POST', agent: false }, (res) => res.resume().on('end', resolve))
+    req.on('error', reject)
+    req.end(String(payload.n))
+  })
   if (payload.spin) for (;;) {}
   return { name: 'call ' + payload.n }
 }
 `
 
 const PROBE = `
-import { execFileSync } from 'node:child_process'
 // top-level code: where it runs is what the main-thread test looks at
 globalThis.hookgateTransformLoadedHere = true
 
@@ -97,8 +109,8 @@ export function huge() {
   return { message: 'x'.repeat(2 * 1024 * 1024) }
 }
 export function blocked() {
-  // a native call the worker cannot be interrupted in: terminate() only takes effect after it
-  execFileSync(process.execPath, ['-e', 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1200)'])
+  // a synchronous wait: nothing in its process answers until it is over (or the process is killed)
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1200)
   return {}
 }
 export async function slow() {
@@ -117,7 +129,7 @@ const isolation = suite<{ h: Harness }>('transforms are isolated from the server
 isolation.before(async (ctx) => { ctx.h = await serve(CONFIG, { 'transforms/probe.mjs': PROBE, 'transforms/tally.mjs': TALLY }) })
 isolation.after(async (ctx) => {
   await ctx.h.close()
-  rmSync(TALLY_DIR, { recursive: true, force: true })
+  tallyServer.close()
 })
 
 isolation('a transform reading process.env sees only the names its mapping lists, not the hook token or provider keys', async ({ h }) => {
@@ -144,19 +156,19 @@ isolation('a transform returning 2 MiB is 500 transform_invalid_output', async (
   assertError(await post(h.origin, '/hooks/huge', TOKEN, {}), 500, 'transform_invalid_output')
 })
 
-isolation('a worker timed out while blocked in a native call does not fail the next, unrelated request', async ({ h }) => {
-  // Both slots of the pool time out while blocked (their workers end only ~1.2 s later); the slow
-  // calls then start on fresh workers in those slots and are still running when the old workers'
-  // exit events arrive. Regression: pool.ts failed the slot's current call on any worker's exit.
+isolation('a transform process timed out while blocked does not fail the next, unrelated request', async ({ h }) => {
+  // Both slots of the pool time out while blocked; the slow calls then start on fresh processes
+  // in those slots and are still running when the old processes' close events arrive.
+  // Regression: pool.ts failed the slot's current call on any worker's exit.
   const timedOut = await Promise.all([post(h.origin, '/hooks/blocked', TOKEN, {}), post(h.origin, '/hooks/blocked', TOKEN, {})])
   for (const r of timedOut) assertError(r, 500, 'transform_timeout')
   const next = await Promise.all([nameOf(h, '/hooks/slow'), nameOf(h, '/hooks/slow')])
   assert.equal(next, ['slow done', 'slow done'])
 })
 
-isolation('calls queued on a worker behind one that times out run once each, on a fresh worker; only the stuck one fails', async ({ h }) => {
-  // Several calls go to each worker at once and run there in order. Two calls that spin forever
-  // (one per worker, so both pipelines hold one) with 24 ordinary calls behind them: the spinning
+isolation('calls queued on a process behind one that times out run once each, on a fresh process; only the stuck one fails', async ({ h }) => {
+  // Several calls go to each process at once and run there in order. Two calls that spin forever
+  // (one per process, so both pipelines hold one) with 24 ordinary calls behind them: the spinning
   // ones are 500 transform_timeout, every other call answers with its own result, and none ran twice.
   const calls = Array.from({ length: 26 }, (_, n) => post(h.origin, '/hooks/tally', TOKEN, n < 2 ? { n, spin: true } : { n }))
   const answers = await Promise.all(calls)
@@ -165,11 +177,10 @@ isolation('calls queued on a worker behind one that times out run once each, on 
     const body = assertOk(answers[n]!, 202, AGENT_KEYS)
     assert.is(rowOf(h.stateDir, body.runId)?.name, `call ${n}`)
   }
-  const ran = readFileSync(process.env.TALLY_FILE!, 'utf8').trim().split('\n').map(Number).sort((a, b) => a - b)
-  assert.equal(ran, Array.from({ length: 26 }, (_, n) => n), 'each call ran exactly once')
+  assert.equal([...ran].sort((a, b) => a - b), Array.from({ length: 26 }, (_, n) => n), 'each call ran exactly once')
 })
 
-isolation('transform top-level code does not run on the main thread', async ({ h }) => {
+isolation('transform top-level code does not run in the server\'s process', async ({ h }) => {
   assert.type(await nameOf(h, '/hooks/env-none'), 'string')
   assert.is((globalThis as Record<string, unknown>).hookgateTransformLoadedHere, undefined, 'the transform module was evaluated on the server\'s thread')
 })

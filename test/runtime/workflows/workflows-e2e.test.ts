@@ -3,13 +3,12 @@
 // `hookgate serve` during the transform resumes at that step without calling the HTTP server again.
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileProject, post, runReaches, serve, setTestToken, spawnServe, until } from '../http/harness.js'
 import { hookgate, stdoutJson } from '../../cli/cli-helpers.js'
-import { scratchDir } from '../../helpers/paths.js'
 import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
 
 const token = setTestToken()
@@ -18,9 +17,15 @@ process.env.HOOKGATE_TEST_STEP_KEY = 'step-key-123'
 // The outside system the http step calls: it counts its calls, so a repeat would show.
 const calls: Array<{ method: string; url: string; headers: IncomingHttpHeaders; body: string }> = []
 let flaky = 0
+// The transform step says it has started, then waits for the test's go-ahead (a transform may not
+// touch files, but it may call out): the kill lands inside it.
+let transformStarted = false
+let goAhead = false
 const api = createServer((req, res) => {
   let body = ''
   req.setEncoding('utf8').on('data', (d: string) => { body += d }).on('end', () => {
+    if (req.url === '/transform-started') { transformStarted = true; res.end(); return }
+    if (req.url === '/go') { res.end(goAhead ? 'go' : 'wait'); return }
     // /flaky fails its first two calls: a step with retries gets through on the third
     if (req.url === '/flaky') {
       flaky++
@@ -33,11 +38,6 @@ const api = createServer((req, res) => {
 })
 await new Promise<void>((r) => api.listen(0, '127.0.0.1', r))
 const apiOrigin = `http://127.0.0.1:${(api.address() as AddressInfo).port}`
-
-// The transform says it has started, then waits for the test's go-ahead: the kill lands inside it.
-const flags = scratchDir('flags-')
-const started = join(flags, 'started')
-const go = join(flags, 'go')
 
 const project = await compileProject(`
 hooks:
@@ -67,10 +67,18 @@ workflows:
         messageTemplate: "item {{steps.enrich.output.label}} is a {{steps.fetch.output.body.name}}"
 `, {
   'transforms/enrich.mjs': `
-import { existsSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+const ask = (path) => new Promise((resolve, reject) => {
+  const req = request(${JSON.stringify(apiOrigin)} + path, { method: 'POST', agent: false }, (res) => {
+    let text = ''
+    res.setEncoding('utf8').on('data', (d) => { text += d }).on('end', () => resolve(text))
+  })
+  req.on('error', reject)
+  req.end()
+})
 export default async function ({ steps }) {
-  writeFileSync(${JSON.stringify(started)}, 'yes')
-  while (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 20))
+  await ask('/transform-started')
+  while ((await ask('/go')) !== 'go') await new Promise((r) => setTimeout(r, 20))
   return { label: 'L' + steps.fetch.output.body.id }
 }
 `,
@@ -87,7 +95,7 @@ e2e('leaves four rows under one correlation id and resumes after kill -9 without
   const answer = await post(first.origin, '/hooks/pipe', token, { id: 42, tag: 'a b&c' })
   assert.is(answer.status, 202, answer.text)
   const { runId, correlationId } = answer.json as { runId: string; correlationId: string }
-  await until('the transform step to start', () => (existsSync(started) ? true : undefined), 10_000)
+  await until('the transform step to start', () => (transformStarted ? true : undefined), 10_000)
   first.child.kill('SIGKILL')
   await first.exited
 
@@ -96,7 +104,7 @@ e2e('leaves four rows under one correlation id and resumes after kill -9 without
   assert.is(atKill.find((r) => r.stepId === 'enrich')?.status, 'running', 'the kill came during the transform step')
   assert.is(calls.length, 1)
 
-  writeFileSync(go, 'go')
+  goAhead = true
   const second = await spawnServe(project.outDir, project.stateDir)
   try {
     await until('the workflow to finish', () => (RunStore.readRows(project.stateDir).find((r) => r.id === runId)?.status === 'succeeded' ? true : undefined), 15_000)
