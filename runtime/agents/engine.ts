@@ -111,6 +111,20 @@ function copyRowFields<T extends RowExtra>(extra: RowExtra, out: T): T {
   return out
 }
 
+/**
+ * A workflow run's request as its row keeps it. A mapped request's payload is the payload of the
+ * received request stored beside it (the same object), which a fan-out stores once for all its
+ * runs: the context keeps no second copy per run (a 245 KiB request fanned out to 200 workflow
+ * runs stored it 200 times more), and a resume reads it back from there (`payloadFrom`).
+ */
+type StoredWorkflowRequest = Omit<WorkflowRequest, 'context'> & { context: Omit<WorkflowRequest['context'], 'payload'> & { payload?: unknown }; payloadFrom?: 'received' }
+
+function storedWorkflowRequest(request: WorkflowRequest, received: ReceivedRequest | undefined): StoredWorkflowRequest {
+  if (received === undefined || request.context.payload !== received.payload) return request
+  const { payload: _payload, ...context } = request.context
+  return { ...request, context, payloadFrom: 'received' }
+}
+
 /** What a wake's run row keeps of its event; `now` asks for a turn at once (a shared session's owner reads it). */
 interface WakeEvent { text: string; external: boolean; source: string; now?: true }
 
@@ -328,7 +342,7 @@ export class Engine {
     }
     const { definitionKind, definitionId, correlationId, ...request } = submission.input
     return {
-      run: { id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'workflow', agentId: request.agentId, ...(request.name ? { name: request.name } : {}), request },
+      run: { id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'workflow', agentId: request.agentId, ...(request.name ? { name: request.name } : {}), request: storedWorkflowRequest(request, extra.received) },
       start: (row) => { this.track(this.runWorkflow(row, request)) },
     }
   }
@@ -394,7 +408,7 @@ export class Engine {
         continue
       }
       const requeue = row.status === 'running' ? this.runs.transition(row.id, 'queued') : Promise.resolve(row)
-      this.track(requeue.then((r) => (row.action === 'agent' ? this.runAgent(r, row.request as AgentRequest) : this.runWorkflow(r, row.request as WorkflowRequest))))
+      this.track(requeue.then((r) => (row.action === 'agent' ? this.runAgent(r, row.request as AgentRequest) : this.resumeWorkflow(r))))
     }
     return n
   }
@@ -531,6 +545,19 @@ export class Engine {
     if (this.session(req.agentId).knownAtStart.has(`summary:${row.id}`)) return // queued before a crash
     await this.queueEvent(req.agentId, { id: `summary:${row.id}`, runId: '', text: `Hook "${label}" (run ${row.id}) ${what}`, external: true, source: req.source }, req.wakeMode === 'now')
     if (req.wakeMode === 'now') this.track(this.session(req.agentId).heartbeat())
+  }
+
+  /** A workflow run resumed: its request as stored, with its payload read back from where it was stored once. */
+  private async resumeWorkflow(row: RunRow): Promise<void> {
+    const stored = row.request as StoredWorkflowRequest | undefined
+    if (stored?.payloadFrom !== 'received') return this.runWorkflow(row, stored as WorkflowRequest)
+    const received = await this.runs.received(row)
+    if (received === undefined) {
+      await this.runs.transition(row.id, 'failed', { error: 'interrupted, and the request it was started with is no longer stored' })
+      return
+    }
+    const { payloadFrom: _from, ...request } = stored
+    return this.runWorkflow(row, { ...request, context: { ...request.context, payload: received.payload } })
   }
 
   private async runWorkflow(row: RunRow, req: WorkflowRequest): Promise<void> {
