@@ -191,13 +191,16 @@ export class RunStore implements RunLog {
     // A new id has no write before it to wait for: the hot path skips serialise's chaining.
     const id = row.id
     const written: Promise<RunRow> = this.appendRow(row).then(() => {
-      // only a replay reads `received`, and it reads the file
-      this.rows.set(id, row.received === undefined ? row : withoutReceived(row))
+      // Only a replay or a resume reads `received`, and they read the file. The caller gets the
+      // row as memory keeps it too: a pending run holding the request it was received with
+      // (payload, and the body's bytes beside it) held twice its body for nothing.
+      const kept = row.received === undefined ? row : withoutReceived(row)
+      this.rows.set(id, kept)
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
       RunStore.onDurable?.(row.action, row.status)
-      this.watchers.changed(row)
-      return row
+      this.watchers.changed(kept)
+      return kept
     }, (err: unknown) => {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       throw err
@@ -228,15 +231,16 @@ export class RunStore implements RunLog {
     const release = (): void => { for (const row of rows) if (this.inFlight.get(row.id) === written) this.inFlight.delete(row.id) }
     const written: Promise<RunRow[]> = this.journal.append(...records).then(() => {
       let finished = 0
-      for (const row of rows) {
-        this.rows.set(row.id, row.received === undefined ? row : withoutReceived(row))
+      const kept = rows.map((row) => (row.received === undefined ? row : withoutReceived(row)))
+      for (const row of kept) {
+        this.rows.set(row.id, row)
         if (FINAL.has(row.status)) finished++
         RunStore.onDurable?.(row.action, row.status)
         this.watchers.changed(row)
       }
       release()
       this.countFinished(finished)
-      return rows
+      return kept
     }, (err: unknown) => {
       release()
       throw err

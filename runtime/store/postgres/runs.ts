@@ -104,14 +104,16 @@ export class PgRunLog implements RunLog {
     const written = Promise.all(rows.map((row) => this.writes.add(this.lane, { kind: 'insert', row })))
     const done = written.then(() => {
       let finished = 0
-      for (const row of rows) {
+      // as memory keeps them, without the received request (which a pending run must not hold)
+      const kept = rows.map((row) => (row.received === undefined ? row : withoutReceived(row)))
+      for (const row of kept) {
         this.fences.set(row.id, 1)
-        this.remember(row)
+        this.rows.set(row.id, row)
         if (FINAL_STATUSES.has(row.status)) finished++
         this.watchers.changed(row)
       }
       this.countFinished(finished)
-      return rows
+      return kept
     })
     for (const row of rows) this.track(row.id, done)
     return done
@@ -388,10 +390,6 @@ export class PgRunLog implements RunLog {
   }
 
   // ---- memory -------------------------------------------------------------------------------------
-
-  private remember(row: RunRow): void {
-    this.rows.set(row.id, row.received === undefined ? row : withoutReceived(row))
-  }
 
   private countFinished(n: number): void {
     this.finished += n

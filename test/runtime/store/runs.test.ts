@@ -472,6 +472,20 @@ received('a compaction counts received requests kept in their lines against keep
   assert.equal(rows.map((r) => [r.id, RunStore.readReceived(dir, r) !== undefined]), [['inline-3', true], ['inline-2', true], ['inline-1', false], ['inline-0', false]])
 })
 
+received('the row a create resolves with (and a subscriber hears of) is the row as memory keeps it: a pending run holding it does not hold its request', async () => {
+  // Regression: the engine ran each accepted run with the row create() gave back, which carried the
+  // received request (the parsed payload, and the body's bytes beside it): every pending run of a
+  // 255 KiB request held three times its body, one of them the payload it never reads.
+  const store = openStore()
+  const heard: RunRow[] = []
+  store.subscribe((row) => heard.push(row))
+  const one = await store.create(newRun('one', { received: receivedOf({ text: 'o'.repeat(1024) }) }))
+  const many = await store.createMany([newRun('m0', { received: receivedOf({ n: 0 }) }), newRun('m1', { received: receivedOf({ n: 1 }) })])
+  for (const row of [one, ...many, ...heard]) assert.is(row.received, undefined, `${row.id} carries its received request`)
+  assert.is(heard.length, 3)
+  await store.close()
+})
+
 received('a known size bound spares a small request the measuring, and a large one still goes to a blob whatever its bound says it may be', async () => {
   const dir = freshDir()
   const store = openStore(dir)

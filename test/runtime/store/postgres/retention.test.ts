@@ -49,7 +49,8 @@ if (!pg) {
     const shared = { path: '/hooks/batch', query: {}, headers: { 'x-source': 'shop' }, payload: { text: 's'.repeat(32 * 1024) } }
     const first = await PgStore.open(url, { keepRuns: 3 })
     try {
-      await first.runs.createMany(['h0', 'h1', 'h2', 'h3'].map((id) => newRun(id, { status: 'succeeded', received: shared })))
+      const rows = await first.runs.createMany(['h0', 'h1', 'h2', 'h3'].map((id) => newRun(id, { status: 'succeeded', received: shared })))
+      assert.ok(rows.every((row) => row.received === undefined), 'the rows given back (which a pending run holds) keep no request')
       const stored = await first.db.query<{ id: string }>('SELECT id FROM hookgate_runs WHERE received IS NOT NULL')
       assert.equal(stored.rows.map((r) => r.id), ['h0'], 'one row holds the request')
       assert.is((await first.prune()).runs, 1)
