@@ -10,7 +10,7 @@
 // and writes its row; the pieces that stand alone (auth, body, signatures, requests) have their files.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { DEFAULT_MAX_WAIT_SECONDS, type BundleConfig, type BundleRoute, type RenderContext } from '../bundle-format.js'
+import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS, type BundleConfig, type BundleRoute, type RenderContext } from '../bundle-format.js'
 import type { LoadedBundle } from '../bundle.js'
 import type { Engine, Origin, RowExtra, RunOutcome, Submission } from '../agents/engine.js'
 import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
@@ -350,7 +350,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     return reply.send()
   }
   if (name === 'agent') {
-    refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
+    refuseWhenBacklogged(deps.engine, config)
     const a = parseAgentRequest(payload)
     const agentId = resolveAgentId(a.agentId, config)
     const sessionKey = resolveRequestSessionKey(a.sessionKey, config)
@@ -413,7 +413,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const origin: Origin = { definitionKind: route.definitionKind, definitionId: route.id, correlationId, source, external: outcome.external }
   const fanOut = outcome.kind === 'fan-out'
   const actions = fanOut ? outcome.actions : [outcome.action]
-  if (route.action !== 'wake') refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
+  if (route.action !== 'wake') refuseWhenBacklogged(deps.engine, config)
   // Every policy check before anything is written: one refused element refuses the request.
   const submissions: Submission[] = actions.map((action, i) => {
     const agentId = resolveAgentId(action.agentId, config)
@@ -577,11 +577,26 @@ function serveMetrics(req: IncomingMessage, res: ServerResponse, serving: Servin
   return 200
 }
 
-/** Backpressure: accepted runs are kept until they finish, so past a bound new ones must wait. */
-function refuseWhenBacklogged(engine: Engine, limit: number | undefined): void {
-  if (engine.backlog >= (limit ?? 10_000)) {
+/**
+ * Backpressure: accepted runs are kept in memory until they finish, so past a bound new ones must
+ * wait: a bound on how many (server.maxPendingRuns) and on what they hold (server.maxPendingBytes).
+ */
+function refuseWhenBacklogged(engine: Engine, config: BundleConfig): void {
+  if (engine.backlog >= config.server.maxPendingRuns) {
     throw new HttpError(503, 'too_many_pending_runs', `${engine.backlog} accepted runs are still waiting to run; try again shortly`, { 'retry-after': '5' })
   }
+  if (engine.backlogBytes >= maxPendingBytes(config)) {
+    throw new HttpError(503, 'too_many_pending_runs', `the accepted runs still waiting to run hold ${mib(engine.backlogBytes)} MiB of requests; try again shortly`, { 'retry-after': '5' })
+  }
+}
+
+/** server.maxPendingBytes (older bundles carry none: the default). */
+export function maxPendingBytes(config: BundleConfig): number {
+  return config.server.maxPendingBytes ?? DEFAULT_MAX_PENDING_BYTES
+}
+
+function mib(bytes: number): string {
+  return (bytes / 1048576).toFixed(1)
 }
 
 /** Read only: a request without a query string shares this one. */
