@@ -203,6 +203,10 @@ function admit(req: IncomingMessage, res: ServerResponse, serving: Serving, deps
   // Nothing is acknowledged that is not on disk: while the store cannot write, refuse at once.
   const store = deps.engine.storeHealth()
   if (!store.ok) throw new HttpError(503, 'store_unavailable', 'the run store cannot write right now; try again shortly', { 'retry-after': '5' })
+  // A full backlog refuses a name that can only start agent or workflow runs before its body is
+  // read: under a model outage, reading every refused 256 KiB body was most of what the process
+  // did, and most of its garbage. (A name shared with a wake is refused once its route is chosen.)
+  if (name === 'agent' || (routes !== undefined && routes.every(startsPendingRun))) refuseWhenBacklogged(deps.engine, config)
   return { params, now, name, routes, signature }
 }
 
@@ -588,6 +592,10 @@ function refuseWhenBacklogged(engine: Engine, config: BundleConfig): void {
   if (engine.backlogBytes >= maxPendingBytes(config)) {
     throw new HttpError(503, 'too_many_pending_runs', `the accepted runs still waiting to run hold ${mib(engine.backlogBytes)} MiB of requests; try again shortly`, { 'retry-after': '5' })
   }
+}
+
+function startsPendingRun(route: BundleRoute): boolean {
+  return route.action !== 'wake'
 }
 
 /** server.maxPendingBytes (older bundles carry none: the default). */
