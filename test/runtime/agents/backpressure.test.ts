@@ -6,7 +6,7 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
-import { assertError, compileProject, post, runReaches, send, serveProject, setTestToken, until } from '../http/harness.js'
+import { RawClient, assertError, assertRawError, compileProject, head, post, runReaches, send, serveProject, setTestToken, until } from '../http/harness.js'
 
 const token = setTestToken()
 const model = await startFakeOpenAI()
@@ -93,6 +93,15 @@ agents:
     const health = await send(server.origin, '/healthz', { method: 'GET' })
     assert.is(health.status, 503)
     assert.match(health.json.reasons.join(' '), 'server.maxPendingBytes')
+    // Refused before a body byte is read: a sender that has sent only its head gets the 503 at
+    // once (the server has the body timeout, 10 s, to wait for it otherwise).
+    const raw = await RawClient.open(server.port)
+    try {
+      await raw.write(head('POST', '/hooks/agent', { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(250 * 1024) }))
+      assertRawError(await raw.response(5000), 503, 'too_many_pending_runs')
+    } finally {
+      raw.destroy()
+    }
     // wakes are bounded by their session queue, not by this: still answered
     assert.is((await post(server.origin, '/hooks/wake', token, { text: 'still answered', mode: 'next-heartbeat' })).status, 200)
 
