@@ -13,7 +13,7 @@ import { LeftOut } from './validate.js'
 
 import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleStore, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
 import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/open.js'
-import { DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
+import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
 import { hookName, normaliseBasePath } from '../runtime/hook-path.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel, checkRouteWake } from './resolve-agents.js'
@@ -85,6 +85,7 @@ export const DEFAULT_SERVER: ServerSettings = {
   stateDir: '.hookgate',
   concurrency: 4,
   maxPendingRuns: 10_000,
+  maxPendingBytes: DEFAULT_MAX_PENDING_BYTES,
   idempotencyWindowMs: 86_400_000,
   transformMemoryMiB: 128,
   history: { keepRuns: DEFAULT_KEEP_HISTORY, compactAboveBytes: DEFAULT_COMPACT_ABOVE_BYTES, keepRequestBytes: DEFAULT_KEEP_REQUEST_BYTES },
@@ -256,6 +257,7 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
     stateDir: s.stateDir ?? DEFAULT_SERVER.stateDir,
     concurrency: s.concurrency ?? DEFAULT_SERVER.concurrency,
     maxPendingRuns: s.maxPendingRuns ?? DEFAULT_SERVER.maxPendingRuns,
+    maxPendingBytes: s.maxPendingBytes ?? DEFAULT_SERVER.maxPendingBytes!,
     idempotencyWindowMs: s.idempotencyWindowSeconds !== undefined ? Math.round(s.idempotencyWindowSeconds * 1000) : DEFAULT_SERVER.idempotencyWindowMs,
     transformMemoryMiB: s.transformMemoryMiB ?? DEFAULT_SERVER.transformMemoryMiB,
     history: {

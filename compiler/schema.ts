@@ -253,6 +253,7 @@ export const ServerSchema = Type.Object({
   stateDir: Type.Optional(Type.String({ minLength: 1, description: 'default .hookgate beside hooks.yaml' })),
   concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'isolated agent turns running at once, default 4' })),
   maxPendingRuns: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'agent and workflow runs accepted but not finished; past it new ones get 503, default 10000' })),
+  maxPendingBytes: Type.Optional(Type.Integer({ minimum: 1_048_576, maximum: 1_099_511_627_776, description: 'what agent and workflow runs accepted but not finished hold in memory (their requests, payloads included), in bytes; past it new ones get 503, default 268435456 (256 MiB)' })),
   idempotencyWindowSeconds: Type.Optional(Type.Number({ minimum: 1, maximum: 30 * 86400, description: 'how long an Idempotency-Key is remembered, default 86400' })),
   transformMemoryMiB: Type.Optional(Type.Integer({ minimum: 16, maximum: 4096, description: 'memory cap of each transform process (heap, Buffers and everything else it holds); a transform over it fails its request with 500, default 128' })),
   history: Type.Optional(Type.Object({

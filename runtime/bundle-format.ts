@@ -45,6 +45,12 @@ export interface TransformsModule {
 export const DEFAULT_MAX_ITEMS = 200
 /** waitForCompletion: the longest a request is held open unless server.maxWaitSeconds says otherwise. */
 export const DEFAULT_MAX_WAIT_SECONDS = 30
+/**
+ * server.maxPendingBytes unless set: 256 MiB of requests held by runs waiting to run. Measured
+ * (runtime/agents/backlog.ts): about 960 pending runs of 255 KiB, or 10,000 (the count bound) of a
+ * few KiB; with the idle process (~80 MiB) a server stays under about 400 MiB through a model outage.
+ */
+export const DEFAULT_MAX_PENDING_BYTES = 256 * 1024 * 1024
 
 export type ActionKind = 'wake' | 'agent' | 'workflow'
 export type WakeMode = 'now' | 'next-heartbeat'
@@ -166,6 +172,8 @@ export interface BundleConfig {
     stateDir: string
     concurrency: number
     maxPendingRuns: number
+    /** what pending agent and workflow runs may hold in memory (absent in older bundles: DEFAULT_MAX_PENDING_BYTES) */
+    maxPendingBytes?: number
     idempotencyWindowMs: number
     /** memory cap of each transform process (heap, Buffers, everything it allocates) */
     transformMemoryMiB: number

@@ -149,6 +149,10 @@ export interface ServerReadings {
   backlog(): number
   /** the backlog past which new runs get 503 */
   backlogLimit(): number
+  /** what the backlog's runs hold in memory, in bytes */
+  backlogBytes(): number
+  /** the bytes past which new runs get 503 */
+  backlogLimitBytes(): number
   queuedEvents(): Iterable<[agentId: string, events: number]>
   bundle(): { inputsHash: string; compilerVersion: string }
 }
@@ -158,6 +162,8 @@ export function metricsRenderer(server: ServerReadings): () => string {
   const own = new Registry()
   own.gauge('hookgate_backlog_runs', 'Accepted agent and workflow runs that have not finished yet', [], () => server.backlog())
   own.gauge('hookgate_backlog_limit_runs', 'The backlog past which new agent and workflow runs are refused with 503 (server.maxPendingRuns)', [], () => server.backlogLimit())
+  own.gauge('hookgate_backlog_bytes', 'What the accepted agent and workflow runs not finished yet hold in memory (their requests), in bytes', [], () => server.backlogBytes())
+  own.gauge('hookgate_backlog_limit_bytes', 'The bytes past which new agent and workflow runs are refused with 503 (server.maxPendingBytes)', [], () => server.backlogLimitBytes())
   own.gauge('hookgate_queued_events', 'System events waiting for their agent\'s next heartbeat turn, by agent', ['agent'], () => {
     const out: Array<[string[], number]> = []
     for (const [agentId, n] of server.queuedEvents()) out.push([[agentId], n])

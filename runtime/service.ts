@@ -13,7 +13,7 @@ import { Engine, type EngineWiring } from './agents/engine.js'
 import { createModelRegistry } from './agents/models.js'
 import { createChannels } from './channels/index.js'
 import { AddressMatcher, AuthLimiter, resolveClientAddress, TokenCheck } from './http/auth.js'
-import { createHandler, type RequestLog, type Serving } from './http/server.js'
+import { createHandler, maxPendingBytes, type RequestLog, type Serving } from './http/server.js'
 import { HttpError, sendError } from './http/errors.js'
 import { TransformPool } from './transforms/pool.js'
 import { IdempotencyIndex } from './http/idempotency.js'
@@ -165,11 +165,15 @@ export async function startService(options: ServeOptions): Promise<Service> {
       if (reloadFailure) reasons.push(`the last bundle reload failed (still serving the previous bundle): ${reloadFailure}`)
       const limit = serving.bundle.config.server.maxPendingRuns
       if (engine.backlog >= limit) reasons.push(`the backlog is full: ${engine.backlog} accepted runs waiting (server.maxPendingRuns ${limit})`)
+      const bytes = maxPendingBytes(serving.bundle.config)
+      if (engine.backlogBytes >= bytes) reasons.push(`the backlog is full: the accepted runs waiting hold ${engine.backlogBytes} bytes (server.maxPendingBytes ${bytes})`)
       return reasons
     },
     metrics: metricsRenderer({
       backlog: () => engine.backlog,
       backlogLimit: () => serving.bundle.config.server.maxPendingRuns ?? 10_000,
+      backlogBytes: () => engine.backlogBytes,
+      backlogLimitBytes: () => maxPendingBytes(serving.bundle.config),
       queuedEvents: () => engine.queuedEvents(),
       bundle: () => serving.bundle.manifest,
     }),

@@ -22,6 +22,7 @@ import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workf
 import { createStepActions } from '../workflows/actions.js'
 import { createHttpStep } from '../workflows/http-step.js'
 import type { TransformCaller } from '../transforms/pool.js'
+import { PENDING_AGENT_RUN_BYTES, PENDING_WORKFLOW_RUN_BYTES, heldBytes } from './backlog.js'
 
 export interface Origin {
   definitionKind: 'hook' | 'trigger' | 'task'
@@ -111,6 +112,23 @@ function copyRowFields<T extends RowExtra>(extra: RowExtra, out: T): T {
   return out
 }
 
+/**
+ * A workflow run's request as its row keeps it. A mapped request's payload is the payload of the
+ * received request stored beside it (the same object), which a fan-out stores once for all its
+ * runs: the context keeps no second copy per run (a 245 KiB request fanned out to 200 workflow
+ * runs stored it 200 times more), and a resume reads it back from there (`payloadFrom`).
+ */
+type StoredWorkflowRequest = Omit<WorkflowRequest, 'context'> & { context: Omit<WorkflowRequest['context'], 'payload'> & { payload?: unknown }; payloadFrom?: 'received' }
+
+function storedWorkflowRequest(request: WorkflowRequest, received: ReceivedRequest | undefined): StoredWorkflowRequest {
+  if (received === undefined || request.context.payload !== received.payload) return request
+  const { payload: _payload, ...context } = request.context
+  return { ...request, context, payloadFrom: 'received' }
+}
+
+/** A submission made ready to write (Engine.prepare). */
+interface Prepared { run: NewRun; pending?: { holds: unknown; bytes: number }; start(row: RunRow, release?: () => void): void }
+
 /** What a wake's run row keeps of its event; `now` asks for a turn at once (a shared session's owner reads it). */
 interface WakeEvent { text: string; external: boolean; source: string; now?: true }
 
@@ -152,6 +170,8 @@ export class Engine {
   private readonly awaited = new Map<string, { reply?: string; delivery?: string }>()
   /** agent and workflow runs accepted and not yet finished (the backlog the HTTP side bounds) */
   private pendingRuns = 0
+  /** what those runs hold in memory meanwhile (see backlog.ts), the HTTP side's other bound */
+  private pendingBytes = 0
 
   readonly runs: RunLog
 
@@ -270,14 +290,14 @@ export class Engine {
    * wrappers on this path: each was a promise and a microtask hop per request.
    */
   submit(submission: Submission, extra: RowExtra = {}): Promise<RunRow> {
-    let p: { run: NewRun; start(row: RunRow): void }
+    let p: Prepared
     try {
       p = this.prepare(submission, extra)
     } catch (err) {
       return Promise.reject(err)
     }
     return this.runs.create(p.run).then((row) => {
-      p.start(row)
+      p.start(row, p.pending === undefined ? undefined : this.holdBytes(heldBytes([p.pending.holds]) + p.pending.bytes, 1))
       return row
     })
   }
@@ -289,12 +309,29 @@ export class Engine {
   async submitMany(submissions: readonly Submission[], extras: readonly RowExtra[]): Promise<RunRow[]> {
     const prepared = submissions.map((s, i) => this.prepare(s, extras[i] ?? {}))
     const rows = await this.runs.createMany(prepared.map((p) => p.run))
-    for (let i = 0; i < rows.length; i++) prepared[i]!.start(rows[i]!)
+    // The runs share what they hold (a workflow fan-out's payload): weighed once, released with the last.
+    const pending = prepared.filter((p) => p.pending !== undefined)
+    const release = pending.length === 0 ? undefined : this.holdBytes(heldBytes(pending.map((p) => p.pending!.holds)) + pending.reduce((n, p) => n + p.pending!.bytes, 0), pending.length)
+    for (let i = 0; i < rows.length; i++) prepared[i]!.start(rows[i]!, prepared[i]!.pending === undefined ? undefined : release)
     return rows
   }
 
-  /** A submission's row, and what starts it once that row is on disk. */
-  private prepare(submission: Submission, extra: RowExtra): { run: NewRun; start(row: RunRow): void } {
+  /**
+   * Counts `bytes` in the backlog for `runs` runs accepted together; each calls the function it
+   * gets once it ends, and the bytes go with the last (what they share lives until then).
+   */
+  private holdBytes(bytes: number, runs: number): () => void {
+    this.pendingBytes += bytes
+    let left = runs
+    return () => { if (--left === 0) this.pendingBytes -= bytes }
+  }
+
+  /**
+   * A submission's row, and what starts it once that row is on disk; an agent or workflow run also
+   * says what it holds in memory until it ends (`pending`: the request it keeps, and a fixed part),
+   * and `start` hands it the function that takes that weight off the backlog.
+   */
+  private prepare(submission: Submission, extra: RowExtra): Prepared {
     if (extra.awaited && extra.id) this.awaited.set(extra.id, {})
     if (submission.kind === 'wake') {
       const input = submission.input
@@ -323,13 +360,15 @@ export class Engine {
       const { definitionKind, definitionId, correlationId, ...request } = submission.input
       return {
         run: agentRun(extra, definitionKind, definitionId, correlationId, request),
-        start: (row) => { this.track(this.runAgent(row, request)) },
+        pending: { holds: request, bytes: PENDING_AGENT_RUN_BYTES },
+        start: (row, release) => { this.track(this.runAgent(row, request, release)) },
       }
     }
     const { definitionKind, definitionId, correlationId, ...request } = submission.input
     return {
-      run: { id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'workflow', agentId: request.agentId, ...(request.name ? { name: request.name } : {}), request },
-      start: (row) => { this.track(this.runWorkflow(row, request)) },
+      run: { id: randomUUID(), ...rowFields(extra), definitionKind, definitionId, correlationId, action: 'workflow', agentId: request.agentId, ...(request.name ? { name: request.name } : {}), request: storedWorkflowRequest(request, extra.received) },
+      pending: { holds: request, bytes: PENDING_WORKFLOW_RUN_BYTES },
+      start: (row, release) => { this.track(this.runWorkflow(row, request, release)) },
     }
   }
 
@@ -394,7 +433,7 @@ export class Engine {
         continue
       }
       const requeue = row.status === 'running' ? this.runs.transition(row.id, 'queued') : Promise.resolve(row)
-      this.track(requeue.then((r) => (row.action === 'agent' ? this.runAgent(r, row.request as AgentRequest) : this.runWorkflow(r, row.request as WorkflowRequest))))
+      this.track(requeue.then((r) => (row.action === 'agent' ? this.runAgent(r, row.request as AgentRequest) : this.resumeWorkflow(r))))
     }
     return n
   }
@@ -432,19 +471,26 @@ export class Engine {
     await this.runs.transition(runId, error ? 'failed' : 'succeeded', error ? { error } : {})
   }
 
-  private async runAgent(row: RunRow, req: AgentRequest): Promise<void> {
+  /** `release`: takes the run's weight off the backlog (a resumed run, weighed here, has none yet). */
+  private async runAgent(row: RunRow, req: AgentRequest, release = this.holdBytes(heldBytes([req]) + PENDING_AGENT_RUN_BYTES, 1)): Promise<void> {
     // At most `concurrency` isolated turns at once, and one at a time per session key.
     this.pendingRuns++
     try {
       await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => this.agentTurn(row, req)))
     } finally {
       this.pendingRuns--
+      release()
     }
   }
 
   /** Accepted agent and workflow runs that have not finished yet. */
   get backlog(): number {
     return this.pendingRuns
+  }
+
+  /** What those runs hold in memory until they finish, in bytes (backlog.ts says how it is weighed). */
+  get backlogBytes(): number {
+    return this.pendingBytes
   }
 
   /** Whether every journal the engine writes can write now; the first reason when not. */
@@ -533,12 +579,26 @@ export class Engine {
     if (req.wakeMode === 'now') this.track(this.session(req.agentId).heartbeat())
   }
 
-  private async runWorkflow(row: RunRow, req: WorkflowRequest): Promise<void> {
+  /** A workflow run resumed: its request as stored, with its payload read back from where it was stored once. */
+  private async resumeWorkflow(row: RunRow): Promise<void> {
+    const stored = row.request as StoredWorkflowRequest | undefined
+    if (stored?.payloadFrom !== 'received') return this.runWorkflow(row, stored as WorkflowRequest)
+    const received = await this.runs.received(row)
+    if (received === undefined) {
+      await this.runs.transition(row.id, 'failed', { error: 'interrupted, and the request it was started with is no longer stored' })
+      return
+    }
+    const { payloadFrom: _from, ...request } = stored
+    return this.runWorkflow(row, { ...request, context: { ...request.context, payload: received.payload } })
+  }
+
+  private async runWorkflow(row: RunRow, req: WorkflowRequest, release = this.holdBytes(heldBytes([req]) + PENDING_WORKFLOW_RUN_BYTES, 1)): Promise<void> {
     this.pendingRuns++
     try {
       await this.workflowRunner.run(row, req)
     } finally {
       this.pendingRuns--
+      release()
     }
   }
 

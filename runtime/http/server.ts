@@ -10,7 +10,7 @@
 // and writes its row; the pieces that stand alone (auth, body, signatures, requests) have their files.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { DEFAULT_MAX_WAIT_SECONDS, type BundleConfig, type BundleRoute, type RenderContext } from '../bundle-format.js'
+import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS, type BundleConfig, type BundleRoute, type RenderContext } from '../bundle-format.js'
 import type { LoadedBundle } from '../bundle.js'
 import type { Engine, Origin, RowExtra, RunOutcome, Submission } from '../agents/engine.js'
 import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
@@ -203,6 +203,10 @@ function admit(req: IncomingMessage, res: ServerResponse, serving: Serving, deps
   // Nothing is acknowledged that is not on disk: while the store cannot write, refuse at once.
   const store = deps.engine.storeHealth()
   if (!store.ok) throw new HttpError(503, 'store_unavailable', 'the run store cannot write right now; try again shortly', { 'retry-after': '5' })
+  // A full backlog refuses a name that can only start agent or workflow runs before its body is
+  // read: under a model outage, reading every refused 256 KiB body was most of what the process
+  // did, and most of its garbage. (A name shared with a wake is refused once its route is chosen.)
+  if (name === 'agent' || (routes !== undefined && routes.every(startsPendingRun))) refuseWhenBacklogged(deps.engine, config)
   return { params, now, name, routes, signature }
 }
 
@@ -351,7 +355,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
     return reply.send()
   }
   if (name === 'agent') {
-    refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
+    refuseWhenBacklogged(deps.engine, config)
     const a = parseAgentRequest(payload)
     checkRequestChannel(a.channel, config)
     const agentId = resolveAgentId(a.agentId, config)
@@ -419,7 +423,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const origin: Origin = { definitionKind: route.definitionKind, definitionId: route.id, correlationId, source, external: outcome.external }
   const fanOut = outcome.kind === 'fan-out'
   const actions = fanOut ? outcome.actions : [outcome.action]
-  if (route.action !== 'wake') refuseWhenBacklogged(deps.engine, config.server.maxPendingRuns)
+  if (route.action !== 'wake') refuseWhenBacklogged(deps.engine, config)
   // Every policy check before anything is written: one refused element refuses the request.
   const submissions: Submission[] = actions.map((action, i) => {
     const agentId = resolveAgentId(action.agentId, config)
@@ -584,11 +588,30 @@ function serveMetrics(req: IncomingMessage, res: ServerResponse, serving: Servin
   return 200
 }
 
-/** Backpressure: accepted runs are kept until they finish, so past a bound new ones must wait. */
-function refuseWhenBacklogged(engine: Engine, limit: number | undefined): void {
-  if (engine.backlog >= (limit ?? 10_000)) {
+/**
+ * Backpressure: accepted runs are kept in memory until they finish, so past a bound new ones must
+ * wait: a bound on how many (server.maxPendingRuns) and on what they hold (server.maxPendingBytes).
+ */
+function refuseWhenBacklogged(engine: Engine, config: BundleConfig): void {
+  if (engine.backlog >= config.server.maxPendingRuns) {
     throw new HttpError(503, 'too_many_pending_runs', `${engine.backlog} accepted runs are still waiting to run; try again shortly`, { 'retry-after': '5' })
   }
+  if (engine.backlogBytes >= maxPendingBytes(config)) {
+    throw new HttpError(503, 'too_many_pending_runs', `the accepted runs still waiting to run hold ${mib(engine.backlogBytes)} MiB of requests; try again shortly`, { 'retry-after': '5' })
+  }
+}
+
+function startsPendingRun(route: BundleRoute): boolean {
+  return route.action !== 'wake'
+}
+
+/** server.maxPendingBytes (older bundles carry none: the default). */
+export function maxPendingBytes(config: BundleConfig): number {
+  return config.server.maxPendingBytes ?? DEFAULT_MAX_PENDING_BYTES
+}
+
+function mib(bytes: number): string {
+  return (bytes / 1048576).toFixed(1)
 }
 
 /** Read only: a request without a query string shares this one. */

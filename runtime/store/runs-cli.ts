@@ -178,6 +178,8 @@ async function showRun(id: string, reader: HistoryReader, json: boolean, io: Com
   if (json) {
     const received = await reader.received(row)
     const full = received !== undefined && row.received === undefined ? { ...row, received } : row
+    // the request is shown where it is read, whichever row keeps it
+    if (full !== row) delete (full as RunRow).receivedIn
     io.stdout(`${JSON.stringify({ run: full, steps, correlated, replays }, null, 2)}\n`)
     return EXIT.ok
   }
@@ -189,7 +191,7 @@ async function showRun(id: string, reader: HistoryReader, json: boolean, io: Com
 }
 
 /** Fields too large or too raw for the text view; --json shows them. */
-const TEXT_HIDDEN = new Set(['request', 'requestBlob', 'received', 'receivedBlob', 'response', 'idempotency'])
+const TEXT_HIDDEN = new Set(['request', 'requestBlob', 'received', 'receivedBlob', 'receivedIn', 'response', 'idempotency'])
 
 /** One `field  value` line per field of the row; objects and lists (deliveries, notifications) as one JSON line each. */
 export function formatRow(row: RunRow): string {
@@ -204,7 +206,7 @@ export function formatRow(row: RunRow): string {
       lines.push(`${k.padEnd(width)}  ${printable(typeof v === 'string' ? v : JSON.stringify(v))}`)
     }
   }
-  const stored = row.received !== undefined || row.receivedBlob !== undefined
+  const stored = row.received !== undefined || row.receivedBlob !== undefined || row.receivedIn !== undefined
   lines.push(`${'replay'.padEnd(width)}  ${stored ? `hookgate runs replay ${row.id}` : 'no stored request'}`)
   return lines.join('\n') + '\n'
 }

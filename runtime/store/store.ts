@@ -52,6 +52,12 @@ export interface RunRow {
    */
   received?: ReceivedRequest
   receivedBlob?: { name: string; bytes: number }
+  /**
+   * A request is stored once, whatever number of runs it starts: the runs of a fan-out after the
+   * first keep no `received` of their own but the id of the run whose row holds it (see
+   * storeReceivedOnce in rows.ts). Read it with `received()` of a RunLog or a HistoryReader.
+   */
+  receivedIn?: string
   /** the run this one replays (`hookgate runs replay`) */
   replayOf?: string
   /** a task's run: the slot it fired for (ISO-8601 UTC); the scheduler finds its last firing by it */
@@ -283,6 +289,12 @@ export interface RunLog {
   unfinished(): RunRow[]
   /** a step's output, read from wherever the store keeps a large one */
   output(row: RunRow): unknown
+  /**
+   * The request a run was received with, read from wherever the store keeps it (the row, a blob,
+   * the row of the run that holds it for its whole fan-out); undefined when none was stored or a
+   * compaction dropped it. For a resume: the request path never reads it.
+   */
+  received(row: RunRow): Promise<ReceivedRequest | undefined>
   /** forget the oldest finished rows past the memory bound (the store keeps them) */
   trim(): void
   /** several runtimes on one store: forget a run accepted here for another runtime to run (it claims it) */

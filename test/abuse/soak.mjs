@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 // The abuse soak: hostile traffic at scale against a real `hookgate serve` in a child process, one
 // attack after another (malformed bodies, deep nesting, slow bodies, slow heads, oversized uploads,
-// oversized heads and smuggling, a failed-auth flood, big queued wakes), with valid requests interleaved all along
-// (POST /hooks/wake → 200, and a transform mapping → 202). Prints one row per attack: requests
-// sent, statuses seen, connection errors, the valid requests' success rate and worst latency, and
-// the server's peak RSS during the attack.
+// oversized heads and smuggling, a failed-auth flood, a model outage under 256 KiB agent calls, big
+// queued wakes), with valid requests interleaved all along (POST /hooks/wake → 200, and a
+// transform mapping → 202). Prints one row per attack: requests sent, statuses seen, connection
+// errors, the valid requests' success rate and worst latency, and the server's peak RSS during the
+// attack (the model outage also its RSS when the first 503 came and at its end: flat in between).
 //
-// Exit 1 when the server died, a valid request failed, or its RSS went over the bound.
-// Not part of `npm test`. Usage: node test/abuse/soak.mjs [--seconds 45] [--json] [--rss-bound-mib 300] [--only NAME ...]
+// Exit 1 when the server died, a valid request failed, its RSS went over the bound, or the model
+// outage's backlog was never refused (no 503 too_many_pending_runs: not bounded).
+// Not part of `npm test`. Usage: node test/abuse/soak.mjs [--seconds 45] [--json] [--rss-bound-mib 300] [--max-pending-mib 48] [--only NAME ...]
 // Loopback only; every loop is bounded by the attack's deadline; the whole run by --seconds + 60 s.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -19,14 +21,19 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { readCli } from '../bench/lib.mjs'
 
-const USAGE = 'usage: node test/abuse/soak.mjs [--seconds 45] [--json] [--rss-bound-mib 300] [--only NAME ...]'
+const USAGE = 'usage: node test/abuse/soak.mjs [--seconds 45] [--json] [--rss-bound-mib 300] [--max-pending-mib 48] [--only NAME ...]'
 const { values: opts, number } = readCli('soak', USAGE, {
   seconds: { type: 'string', default: '45' },
   json: { type: 'boolean', default: false },
   // Measured (Node 20, 2 cores, 45 s runs): ~80 MiB idle; peaks of 150-180 MiB in the hostile
   // attacks and up to ~270 MiB in 'queued wakes' (8 × 250 KiB texts at once, held until a turn
   // reads them, bounded by the session queue's 8 MiB); 300 MiB is the bound this run holds to.
+  // 'model outage' (its own server): 190-235 MiB with --max-pending-mib 48, flat while the model
+  // hangs; with the default server.maxPendingBytes (256 MiB), about 405 MiB, as flat.
   'rss-bound-mib': { type: 'string', default: '300' },
+  // the server's server.maxPendingBytes: below the default 256 MiB, so that the model outage's
+  // backlog (which holds that much, by design) fills within the RSS bound the whole soak holds to
+  'max-pending-mib': { type: 'string', default: '48' },
   // run only the attacks whose name contains this (repeatable)
   only: { type: 'string', multiple: true, default: [] },
 })
@@ -48,11 +55,23 @@ const log = (line) => { if (!opts.json) process.stderr.write(line + '\n') }
 const TOKEN = randomBytes(24).toString('hex')
 const BODY_TIMEOUT_MS = 1000
 const MAX_BODY = 1024 * 1024
+const MAX_PENDING_BYTES = number('max-pending-mib', 1, 1_048_576) * 1024 * 1024
+
+// The model of the 'outage' agent: an OpenAI-compatible fake (test/fakes/openai.ts, built) that
+// answers 500, or never answers, while the model outage attack says so.
+const { startFakeOpenAI } = await import(new URL('../../build/test/fakes/openai.js', import.meta.url).href)
+const outageModel = await startFakeOpenAI()
 
 const CONFIG = `
 server:
   bodyTimeoutSeconds: ${BODY_TIMEOUT_MS / 1000}
   maxBodyBytes: ${MAX_BODY}
+  maxPendingBytes: ${MAX_PENDING_BYTES}
+providers:
+  - { id: outage, type: openai, baseUrl: "${outageModel.url}", maxRetries: 0, timeoutSeconds: 10 }
+agents:
+  - { id: main, default: true, model: builtin/echo }
+  - { id: outage, model: outage/m, heartbeat: { every: "off" } }
 hooks:
   enabled: true
   token: "\${HOOKGATE_SOAK_TOKEN}"
@@ -77,6 +96,13 @@ hooks:
       match: { path: flow }
       action: workflow
       workflow: triage
+    - id: outage
+      match: { path: outage }
+      action: agent
+      agentId: outage
+      deliver: false
+      wakeMode: next-heartbeat
+      messageTemplate: "{{payload.text}}"
 workflows:
   - id: triage
     steps:
@@ -92,11 +118,13 @@ let exiting = false
 function cleanup() {
   if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL')
   rmSync(dir, { recursive: true, force: true })
+  void outageModel.close()
 }
 process.on('exit', cleanup)
 // Every attack ends at its deadline; a valid request waits at most 5 s; so a run takes at most
-// about SECONDS + 15 s per attack. Past SECONDS + 150 s something is wrong: report and stop.
-const HARD_STOP_S = SECONDS + 150
+// about SECONDS + 15 s per attack, plus the model outage's at least 20 s and its drain (at most
+// 60 s). Past SECONDS + 240 s something is wrong: report and stop.
+const HARD_STOP_S = SECONDS + 240
 const hardStop = setTimeout(() => {
   try {
     finish([`the soak did not finish within ${HARD_STOP_S} s (stopped during "${current ?? 'start-up'}")`])
@@ -108,14 +136,17 @@ const hardStop = setTimeout(() => {
 }, HARD_STOP_S * 1000)
 hardStop.unref()
 
-async function startServer() {
-  mkdirSync(join(dir, 'transforms'), { recursive: true })
-  writeFileSync(join(dir, 'hooks.yaml'), CONFIG)
-  writeFileSync(join(dir, 'transforms', 'probe.mjs'), 'export default function probe() { return { name: String(({}).polluted) } }\n')
+/** Starts a server (the bundle compiled once) on the state directory `state` under the soak's directory. */
+async function startServer(state = 'state') {
   const env = { ...process.env, HOOKGATE_SOAK_TOKEN: TOKEN, NO_COLOR: '1' }
-  const compiled = spawnSync(process.execPath, [bin, 'compile', join(dir, 'hooks.yaml'), '--out', join(dir, 'dist')], { env, encoding: 'utf8', timeout: 30_000 })
-  if (compiled.status !== 0) throw new Error(`compile failed:\n${compiled.stdout}${compiled.stderr}`)
-  server = spawn(process.execPath, [bin, 'serve', '--bundle', join(dir, 'dist'), '--port', '0', '--host', '127.0.0.1', '--state', join(dir, 'state'), '--grace-seconds', '1'], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+  if (!existsSync(join(dir, 'dist'))) {
+    mkdirSync(join(dir, 'transforms'), { recursive: true })
+    writeFileSync(join(dir, 'hooks.yaml'), CONFIG)
+    writeFileSync(join(dir, 'transforms', 'probe.mjs'), 'export default function probe() { return { name: String(({}).polluted) } }\n')
+    const compiled = spawnSync(process.execPath, [bin, 'compile', join(dir, 'hooks.yaml'), '--out', join(dir, 'dist')], { env, encoding: 'utf8', timeout: 30_000 })
+    if (compiled.status !== 0) throw new Error(`compile failed:\n${compiled.stdout}${compiled.stderr}`)
+  }
+  server = spawn(process.execPath, [bin, 'serve', '--bundle', join(dir, 'dist'), '--port', '0', '--host', '127.0.0.1', '--state', join(dir, state), '--grace-seconds', '1'], { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
   let stderr = ''
   server.stderr.setEncoding('utf8').on('data', (d) => { stderr = (stderr + d).slice(-4000) })
   server.stderrTail = () => stderr
@@ -138,6 +169,31 @@ async function startServer() {
     })
     void exited.then((code) => { if (!found) { clearTimeout(timer); reject(new Error(`the server exited (${code}) before listening; stderr:\n${stderr}`)) } })
   })
+}
+
+/**
+ * Runs `attack` on a server of its own (its own process and state directory), then goes back to
+ * the one every other attack shares: an attack that holds memory by design (a full backlog) then
+ * measures only itself, and the others do not start on what its garbage left the allocator.
+ */
+async function onOwnServer(attack, seconds) {
+  const shared = { server, PORT }
+  const url = await startServer(`state-${attack.name.replace(/\W+/g, '-')}`)
+  PORT = Number(url.port)
+  await sleep(300)
+  log(`soak: ${attack.name} on a server of its own, pid ${server.pid} on ${url.origin}, idle RSS ${Math.round(memory().rss)} MiB`)
+  try {
+    return await runAttack(attack, seconds)
+  } finally {
+    if (alive()) {
+      server.kill('SIGTERM')
+      const timer = setTimeout(() => server.kill('SIGKILL'), 5000)
+      await server.exited
+      clearTimeout(timer)
+    }
+    server = shared.server
+    PORT = shared.PORT
+  }
 }
 
 function alive() {
@@ -367,6 +423,40 @@ const ATTACKS = [
     },
   },
   {
+    name: 'model outage',
+    ownServer: true,
+    // long enough to fill the backlog while the model fails, then to hold it while it hangs
+    minSeconds: 20,
+    what: 'agent calls of 256 KiB from 8 senders (up to 40 a second) while their model answers 500 (first half), then never answers (second half): the backlog stops at server.maxPendingBytes with 503s',
+    // what the valid requests may get meanwhile: agent runs are refused once the backlog is full
+    valid: [['/hooks/wake', WAKE, 200]],
+    async run(deadline, record, row) {
+      const agent = new Agent({ keepAlive: true, maxSockets: 8 })
+      const body = JSON.stringify({ text: 'o'.repeat(256 * 1024 - 32) })
+      const half = Date.now() + (deadline - Date.now()) / 2
+      outageModel.setDefault({ status: 500 })
+      let hanging = false
+      await pool(8, deadline, async () => {
+        if (!hanging && Date.now() >= half) { hanging = true; outageModel.setDefault('hang') }
+        const r = await send('/hooks/outage', { body, agent, timeoutMs: VALID_TIMEOUT_MS })
+        record(r)
+        if (r.status === 503 && row.firstRefusalRssMiB === undefined) row.firstRefusalRssMiB = Math.round(memory().rss)
+        // traffic as senders make it, not a flood of 503s: each of the 8 sends at most 5 a second
+        // (a flood of refused 256 KiB bodies is garbage for the GC, not a backlog: RSS then saws
+        // between 200 and 370 MiB, and falls back once it stops)
+        await sleep(200)
+      })
+      row.endRssMiB = Math.round(memory().rss)
+      agent.destroy()
+      // The model is back (with short replies, as a model gives): the queued runs finish, the hung
+      // calls time out (10 s), the backlog drains.
+      outageModel.setDefault({ reply: 'back' })
+      const drained = Date.now() + 60_000
+      while (Date.now() < drained && (await backlogRuns()) !== 0) await sleep(200)
+      if (row.statuses[503] === undefined) row.failures.push('no 503 while the model never answered: the backlog was not bounded')
+    },
+  },
+  {
     // last: what it parks in memory stays there until a heartbeat (30 min by default)
     name: 'queued wakes',
     what: 'valid next-heartbeat wakes of 250 KiB text, 8 at once (the queue holds 1,000; run rows keep every text)',
@@ -388,8 +478,19 @@ const VALID = [
 ]
 const VALID_TIMEOUT_MS = 5000
 
+/** hookgate_backlog_runs from GET /metrics (undefined when it cannot be read). */
+async function backlogRuns() {
+  try {
+    const r = await fetch(`http://127.0.0.1:${PORT}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(5000) })
+    return Number(/^hookgate_backlog_runs (\S+)$/m.exec(await r.text())?.[1])
+  } catch {
+    return undefined
+  }
+}
+
 async function runAttack(attack, seconds) {
-  const row = { attack: attack.name, what: attack.what, sent: 0, statuses: {}, errors: {}, valid: { sent: 0, ok: 0, failures: {}, worstMs: 0 }, peakRssMiB: 0, aliveAfter: true }
+  const row = { attack: attack.name, what: attack.what, sent: 0, statuses: {}, errors: {}, valid: { sent: 0, ok: 0, failures: {}, worstMs: 0 }, peakRssMiB: 0, aliveAfter: true, failures: [] }
+  const valid = attack.valid ?? VALID
   const deadline = Date.now() + seconds * 1000
   const record = (r) => {
     row.sent++
@@ -415,14 +516,14 @@ async function runAttack(attack, seconds) {
     row.valid.worstMs = Math.max(row.valid.worstMs, Math.round(r.ms))
   }
   // one loop per kind of valid request, so a hung transform request does not hold up the wakes
-  const probers = VALID.map(async ([path, body, want]) => {
+  const probers = valid.map(async ([path, body, want]) => {
     while (Date.now() < deadline) {
       await probe(path, body, want)
       await sleep(100)
     }
   })
   try {
-    await attack.run(deadline, record)
+    await attack.run(deadline, record, row)
   } finally {
     await Promise.all(probers)
     sampling = false
@@ -475,8 +576,9 @@ let current
 for (const attack of chosen) {
   if (!alive()) break
   current = attack.name
-  log(`soak: ${attack.name} for ${perAttack.toFixed(1)} s: ${attack.what}`)
-  rows.push(await runAttack(attack, perAttack))
+  const seconds = Math.max(perAttack, attack.minSeconds ?? 0)
+  log(`soak: ${attack.name} for ${seconds.toFixed(1)} s: ${attack.what}`)
+  rows.push(attack.ownServer ? await onOwnServer(attack, seconds) : await runAttack(attack, seconds))
 }
 current = 'shut-down'
 const died = !alive()
@@ -487,6 +589,7 @@ if (!died) {
   await server.exited
   clearTimeout(timer)
 }
+await outageModel.close()
 process.exitCode = exitCode
 
 /** Prints the table (or the JSON) for the attacks run so far, with `extra` failures; returns the exit code. */
@@ -499,6 +602,7 @@ function finish(extra) {
     ...extra,
     ...(died ? [`the server died (exit ${server.exitCode ?? server.signalCode}); stderr:\n${server.stderrTail()}`] : []),
     ...validFailures.map((f) => `a valid request failed: ${f}`),
+    ...rows.flatMap((r) => r.failures.map((f) => `${r.attack}: ${f}`)),
     ...(peak > RSS_BOUND_MIB ? [`peak RSS ${peak} MiB is over the bound of ${RSS_BOUND_MIB} MiB`] : []),
   ]
   // not failures by the brief's measure, but worth a line: connections the server left without
@@ -511,6 +615,9 @@ function finish(extra) {
   } else {
     process.stdout.write('\n' + table(rows) + '\n\n')
     process.stdout.write(`idle RSS ${summary.idleRssMiB} MiB, peak RSS ${peak} MiB (VmHWM; bound ${RSS_BOUND_MIB} MiB), server ${died ? 'DIED' : 'alive'}, ${summary.seconds} s\n`)
+    for (const r of rows) {
+      if (r.firstRefusalRssMiB !== undefined) process.stdout.write(`${r.attack}: RSS ${r.firstRefusalRssMiB} MiB at the first 503, ${r.endRssMiB} MiB at the end of the attack (server.maxPendingBytes ${MAX_PENDING_BYTES / 1048576} MiB)\n`)
+    }
     for (const w of warnings) process.stdout.write(`WARN ${w}\n`)
     for (const f of failures) process.stdout.write(`FAIL ${f}\n`)
     process.stdout.write(failures.length === 0 ? 'soak: ok\n' : `soak: ${failures.length} failure(s)\n`)

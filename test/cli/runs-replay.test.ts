@@ -33,6 +33,12 @@ hooks:
       wakeMode: now
       textTemplate: "github {{payload.action}}"
       signature: { scheme: github, secret: "\${HOOKGATE_TEST_GH_SECRET}" }
+    - id: batch
+      match: { path: batch }
+      action: wake
+      wakeMode: next-heartbeat
+      forEach: "{{payload.events}}"
+      textTemplate: "event {{item.n}}"
 `
 const BROKEN = `export default function () { throw new Error('orders transform not finished') }\n`
 const FIXED = `export default function () { return undefined }\n`
@@ -171,6 +177,24 @@ replay('a run without a stored request (a /wake) is refused with exit 1 and says
   const r = await replayCli(ctx, wake.runId)
   assert.is(r.code, 1, describeRun(r))
   assert.match(r.stderr, `run ${wake.runId} has no stored request to send again`)
+})
+
+replay('a fan-out\'s later run, whose row names the run holding the request, is shown and replayed with the request whole', async (ctx) => {
+  const body = { events: [{ n: 1 }, { n: 2 }, { n: 3 }], note: 'stored once' }
+  const first = (await post(ctx.server.origin, '/hooks/batch', TOKEN, body)).json as { runIds: string[] }
+  const last = first.runIds[2]!
+  assert.is(rowOf(ctx.project.stateDir, last)!.received, undefined, 'the request is kept in the first run\'s row only')
+  const shown = await show(ctx, last)
+  assert.equal(shown.run.received?.payload, body)
+  assert.is(shown.run.receivedIn, undefined, 'shown where it is read')
+  const text = await cli(ctx, ['runs', 'show', last, '--state', ctx.project.stateDir])
+  assert.match(text.stdout, `hookgate runs replay ${last}`)
+  const r = await replayCli(ctx, last)
+  assert.is(r.code, 0, describeRun(r))
+  const again = stdoutJson<{ runIds: string[] }>(r).runIds
+  const rows = await Promise.all(again.map((id) => runReaches(ctx.project.stateDir, id, 'queued')))
+  assert.equal(rows.map((row) => (row.request as { text?: string }).text), ['event 1', 'event 2', 'event 3'])
+  assert.ok(rows.every((row) => row.replayOf === last))
 })
 
 replay('runs filters through the real CLI: only the failed orders runs', async (ctx) => {

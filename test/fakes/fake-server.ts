@@ -22,6 +22,8 @@ export type Behaviour =
   | { reply: string }
   /** answers 'ok' after a pause (a model that takes its time) */
   | { delayMs: number }
+  /** answers 'ok' once the promise settles (a model the test lets answer at the moment it chooses) */
+  | { after: Promise<unknown> }
   | { status: number; retryAfter?: number; message?: string }
   | { raw: string | Buffer; status?: number; contentType?: string }
 
@@ -102,6 +104,11 @@ export async function startFake(protocol: Protocol, options: FakeOptions = {}): 
     if ('delayMs' in next) {
       const timer = setTimeout(() => { if (!res.destroyed) sendJson(res, 200, protocol.reply(received, lastUserText(body))) }, next.delayMs)
       res.on('close', () => clearTimeout(timer))
+      return
+    }
+    if ('after' in next) {
+      const answer = (): void => { if (!res.destroyed) sendJson(res, 200, protocol.reply(received, lastUserText(body))) }
+      void next.after.then(answer, answer)
       return
     }
     if ('raw' in next) {

@@ -25,8 +25,15 @@ export class FileHistory implements HistoryReader {
     }
   }
 
+  /** the rows of the last read (and by id, once a fan-out's run looks for the row holding its request) */
+  private lastRows: RunRow[] = []
+  private byId: Map<string, RunRow> | undefined
+
   async read(): Promise<RunHistory> {
-    return existsSync(this.where) ? RunStore.readHistory(this.stateDir) : { rows: [], torn: 0, corrupt: 0 }
+    const history = existsSync(this.where) ? RunStore.readHistory(this.stateDir) : { rows: [], torn: 0, corrupt: 0 }
+    this.lastRows = history.rows
+    this.byId = undefined
+    return history
   }
 
   async request(row: RunRow): Promise<unknown> {
@@ -34,7 +41,15 @@ export class FileHistory implements HistoryReader {
   }
 
   async received(row: RunRow): Promise<ReceivedRequest | undefined> {
-    return RunStore.readReceived(this.stateDir, row)
+    if (row.receivedIn === undefined) return RunStore.readReceived(this.stateDir, row)
+    let rows = this.rowsById()
+    // not in the last read (none yet, or a row read elsewhere): the history as it is now
+    if (!rows.has(row.receivedIn)) { await this.read(); rows = this.rowsById() }
+    return RunStore.readReceived(this.stateDir, row, (id) => rows.get(id))
+  }
+
+  private rowsById(): Map<string, RunRow> {
+    return this.byId ??= new Map(this.lastRows.map((r) => [r.id, r]))
   }
 
   async output(row: RunRow): Promise<unknown> {

@@ -10,14 +10,17 @@
 // any record the process can hold is recorded, and the journal's own lines stay small. Callers
 // may also attach a blob of their own (attach()) to name it from a record, to load it lazily.
 //
-// Failure model: a failed write or fdatasync (a full disk, an I/O error) does not acknowledge or
-// drop anything. The batch stays queued, the file is cut back to the last durable byte, and the
-// whole batch is written and synced again with backoff until it succeeds: rewriting the bytes
-// (rather than retrying only the fsync) is what makes a retry after a failed fsync safe, since
-// the kernel may have dropped the dirty pages. Meanwhile `health` reports the cause, so the
-// server can refuse new work (503) instead of queueing it. Errors that retrying cannot mend
-// (a closed descriptor, a read-only file system) fail the journal for good, as does close()
-// while it cannot write: what was queued then is rejected, never acknowledged.
+// Failure model: a failed write or fdatasync does not acknowledge or drop anything. The batch
+// stays queued, the file is cut back to the last durable byte, and the whole batch is written and
+// synced again with backoff until it succeeds: rewriting the bytes (rather than retrying only the
+// fsync) is what makes a retry after a failed fsync safe, since the kernel may have dropped the
+// dirty pages. Meanwhile `health` reports the cause, so the server can refuse new work (503)
+// instead of queueing it. The rule: any write error is transient until proven otherwise. A full
+// disk, a permission taken away (EACCES, EPERM: a blob's file cannot be created), a file system
+// remounted read-only (EROFS) or an I/O error all end when an operator mends them, and the journal
+// goes on by itself then, without a restart; the only proof of the contrary is a descriptor that
+// is gone (EBADF), which no retry brings back. That, or close() while it cannot write, fails what
+// is queued: rejected, never acknowledged.
 //
 // Over 400 lines because group commit, blobs, retry and read-back repair are one mechanism over one
 // file descriptor and one durable offset; split apart they would each need the others' state.
@@ -33,8 +36,11 @@ export const MAX_LINE_BYTES = 1024 * 1024
 /** Retries of a failed flush wait this long at first, doubling up to RETRY_MAX_MS. */
 const RETRY_FIRST_MS = 50
 const RETRY_MAX_MS = 2000
-/** Errors a later attempt may not meet (space freed, a transient I/O error): retried. */
-const RETRYABLE = new Set(['ENOSPC', 'EDQUOT', 'EIO', 'EAGAIN', 'EINTR', 'ENOMEM', 'EBUSY'])
+/**
+ * The errors that prove a retry useless: this journal's own descriptor is gone. Every other error
+ * (ENOSPC, EDQUOT, EIO, EACCES, EPERM, EROFS, …, and one without a code) is retried until it ends.
+ */
+const PERMANENT = new Set(['EBADF'])
 
 const NEWLINE = 0x0a
 const READ_CHUNK_BYTES = 1024 * 1024
@@ -141,6 +147,11 @@ export class Journal<R extends object> {
     this.fsync = fsync
     this.repairedBytes = repairedBytes
     this.size = size
+  }
+
+  /** whether close() was called: a closed journal takes no more appends */
+  get isClosed(): boolean {
+    return this.closing
   }
 
   get health(): JournalHealth {
@@ -492,12 +503,13 @@ export class Journal<R extends object> {
         this.stats.failures += 1
         Journal.onFlush?.({ path: this.path, writeSeconds, fsyncSeconds, bytes: bytes.length, records: batch.records, ok: false, error: (err as NodeJS.ErrnoException).code ?? err.message })
         const code = (err as NodeJS.ErrnoException).code ?? ''
-        if (!RETRYABLE.has(code)) {
+        if (PERMANENT.has(code)) {
           this.failure = err
           batch.reject(new JournalError('journal_failed', `could not write to journal ${this.path}: ${err.message}`, { cause }))
           return
         }
-        this.trouble ??= { since: Date.now(), reason: `cannot write ${this.path}: ${err.message}` }
+        // since the first failure; why: the latest (a full disk mended may leave a permission to mend)
+        this.trouble = { since: this.trouble?.since ?? Date.now(), reason: `cannot write ${this.path}: ${err.message}` }
         if (this.closing) {
           batch.reject(new JournalError('journal_failed', `journal ${this.path} closed while it could not write (${err.message}); nothing of this batch was acknowledged`, { cause }))
           return

@@ -75,9 +75,12 @@ export class RejectLog extends RefusalBuckets {
     if (fileSize(this.path) > this.segmentBytes) await this.rotate()
   }
 
-  /** A journal failed for good accepts nothing more: a fresh one for the next batch. */
+  /**
+   * A journal failed for good, or closed by a rotation that could not open the next segment (the
+   * state directory refused a new file), accepts nothing more: a fresh one for the next batch.
+   */
   protected override afterWriteError(): void {
-    if (!this.journal.health.ok) this.reopen()
+    if (!this.journal.health.ok || this.journal.isClosed) this.reopen()
   }
 
   protected override abandonStuckWrite(): void {
@@ -94,9 +97,11 @@ export class RejectLog extends RefusalBuckets {
     try {
       renameSync(this.path, this.olderPath)
       this.stats.rotations++
-    } finally {
-      this.journal = Journal.open<RejectRecord>(this.path, { fsync: false })
+    } catch {
+      // not rotated (the directory refused the rename): the segment goes on growing until it can
     }
+    // when this throws too, the closed journal stays until a later write's error reopens it
+    this.journal = Journal.open<RejectRecord>(this.path, { fsync: false })
   }
 
   private reopen(): void {

@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { Journal, type JournalOptions, type JournalStats } from './journal.js'
 import { isoNow } from '../../clock.js'
 import { RunWatchers, afterWritesOf } from '../watchers.js'
-import { ACTIONS, DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, checkStatus, movableRow, cleanExtra, cleanNote, notPlainJson, withNote, withStatus, withoutReceived, withoutRequest } from '../rows.js'
+import { ACTIONS, DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, checkStatus, movableRow, cleanExtra, cleanNote, notPlainJson, storeReceivedOnce, withNote, withStatus, withoutReceived, withoutRequest } from '../rows.js'
 import {
   FINAL_STATUSES, NEXT_STATUSES, RunStoreError, jsonSizeBoundOf, rawPayloadOf,
   type Compaction, type NewRun, type ReceivedRequest, type RunAction, type RunChangeListener, type RunHistory, type RunLog,
@@ -123,6 +123,13 @@ export class RunStore implements RunLog {
   private closing: Promise<void> | null = null
   /** subscribers and whenFinished's waiters */
   private readonly watchers = new RunWatchers()
+  /**
+   * The received requests of the runs open() found unfinished, by the id of the run whose row holds
+   * each (a fan-out's runs share one), with how many of those runs are still unfinished: a resume
+   * reads them (received()), and each is dropped once its last run finishes. Rows in memory keep
+   * none, so memory holds one copy per request, not one per run.
+   */
+  private readonly heldRequests = new Map<string, { request: Pick<RunRow, 'received' | 'receivedBlob'>; runs: number }>()
 
   private constructor(stateDir: string, journal: Journal<RunRecord>, now: (() => Date) | undefined) {
     this.stateDir = stateDir
@@ -141,16 +148,26 @@ export class RunStore implements RunLog {
     store.retainFinished = options.retainFinished ?? DEFAULT_RETAIN_FINISHED
     const read = Journal.read<unknown>(journal.path)
     let ignored = fold(read.records, store.rows)
+    for (const row of store.rows.values()) {
+      if (FINAL.has(row.status)) continue
+      const holder = store.rows.get(row.receivedIn ?? row.id)
+      if (!holder || (holder.received === undefined && !holder.receivedBlob)) continue
+      const held = store.heldRequests.get(holder.id)
+      if (held) held.runs++
+      else store.heldRequests.set(holder.id, { request: { ...(holder.received !== undefined ? { received: holder.received } : {}), ...(holder.receivedBlob ? { receivedBlob: holder.receivedBlob } : {}) }, runs: 1 })
+    }
     for (const [id, row] of store.rows) {
       if (!FINAL.has(row.status)) {
         // An unfinished run is run again: its request comes back from its blob.
+        let next = row.received === undefined ? row : withoutReceived(row)
         if (row.requestBlob && row.request === undefined) {
           try {
-            store.rows.set(id, Object.freeze({ ...row, request: JSON.parse(Journal.readBlob(journal.path, row.requestBlob.name).toString('utf8')) as unknown }))
+            next = Object.freeze({ ...next, request: JSON.parse(Journal.readBlob(journal.path, row.requestBlob.name).toString('utf8')) as unknown })
           } catch {
             ignored++ // the resume sees no request and fails the run with a reason
           }
         }
+        if (next !== row) store.rows.set(id, next)
         continue
       }
       store.rows.set(id, withoutRequest(row))
@@ -174,13 +191,16 @@ export class RunStore implements RunLog {
     // A new id has no write before it to wait for: the hot path skips serialise's chaining.
     const id = row.id
     const written: Promise<RunRow> = this.appendRow(row).then(() => {
-      // only a replay reads `received`, and it reads the file
-      this.rows.set(id, row.received === undefined ? row : withoutReceived(row))
+      // Only a replay or a resume reads `received`, and they read the file. The caller gets the
+      // row as memory keeps it too: a pending run holding the request it was received with
+      // (payload, and the body's bytes beside it) held twice its body for nothing.
+      const kept = row.received === undefined ? row : withoutReceived(row)
+      this.rows.set(id, kept)
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       if (FINAL.has(row.status)) this.countFinished(1)
       RunStore.onDurable?.(row.action, row.status)
-      this.watchers.changed(row)
-      return row
+      this.watchers.changed(kept)
+      return kept
     }, (err: unknown) => {
       if (this.inFlight.get(id) === written) this.inFlight.delete(id)
       throw err
@@ -198,12 +218,12 @@ export class RunStore implements RunLog {
     try {
       if (this.closing) throw new RunStoreError('store_closed', 'the run store is closed')
       const ids = new Set<string>()
-      rows = inputs.map((input) => {
+      rows = storeReceivedOnce(inputs.map((input) => {
         const row = buildRow(input, this.isoNow())
         if (this.rows.has(row.id) || this.inFlight.has(row.id) || ids.has(row.id)) throw new RunStoreError('duplicate_run', `a run with id ${row.id} already exists`)
         ids.add(row.id)
         return row
-      })
+      }))
     } catch (err) {
       return Promise.reject(err)
     }
@@ -211,15 +231,16 @@ export class RunStore implements RunLog {
     const release = (): void => { for (const row of rows) if (this.inFlight.get(row.id) === written) this.inFlight.delete(row.id) }
     const written: Promise<RunRow[]> = this.journal.append(...records).then(() => {
       let finished = 0
-      for (const row of rows) {
-        this.rows.set(row.id, row.received === undefined ? row : withoutReceived(row))
+      const kept = rows.map((row) => (row.received === undefined ? row : withoutReceived(row)))
+      for (const row of kept) {
+        this.rows.set(row.id, row)
         if (FINAL.has(row.status)) finished++
         RunStore.onDurable?.(row.action, row.status)
         this.watchers.changed(row)
       }
       release()
       this.countFinished(finished)
-      return rows
+      return kept
     }, (err: unknown) => {
       release()
       throw err
@@ -295,6 +316,25 @@ export class RunStore implements RunLog {
     return RunStore.readOutput(this.stateDir, row)
   }
 
+  /** A run's received request: its own, or the one the run holding it for its fan-out keeps. */
+  async received(row: RunRow): Promise<ReceivedRequest | undefined> {
+    const held = this.heldRequests.get(row.receivedIn ?? row.id)
+    if (held) return RunStore.readReceived(this.stateDir, held.request as RunRow)
+    if (row.receivedIn === undefined && (row.received !== undefined || row.receivedBlob)) return RunStore.readReceived(this.stateDir, row)
+    // memory keeps no inline request (a run accepted by this process): the file has it
+    const rows = new Map<string, RunRow>()
+    fold(Journal.read<unknown>(this.path).records, rows)
+    return RunStore.readReceived(this.stateDir, rows.get(row.id) ?? row, (id) => rows.get(id))
+  }
+
+  /** A run finished: the request open() held for it is dropped once no unfinished run of it is left. */
+  private releaseHeld(row: RunRow): void {
+    if (this.heldRequests.size === 0) return
+    const key = row.receivedIn ?? row.id
+    const held = this.heldRequests.get(key)
+    if (held && --held.runs === 0) this.heldRequests.delete(key)
+  }
+
   static readOutput(stateDir: string, row: RunRow): unknown {
     if (row.output !== undefined || !row.outputBlob) return row.output
     try {
@@ -352,7 +392,7 @@ export class RunStore implements RunLog {
         let n = 0
         for (const id of now) {
           const row = this.rows.get(id)
-          if (row) { const next = withStatus(row, record, true); this.rows.set(id, next); n++; RunStore.onDurable?.(row.action, status); this.watchers.changed(next) }
+          if (row) { const next = withStatus(row, record, true); this.rows.set(id, next); this.releaseHeld(row); n++; RunStore.onDurable?.(row.action, status); this.watchers.changed(next) }
         }
         this.countFinished(n)
       })
@@ -379,6 +419,7 @@ export class RunStore implements RunLog {
       // A finished run is never run again: its request stays on disk, not in memory.
       if (FINAL.has(status)) {
         this.rows.set(id, withoutRequest(next))
+        this.releaseHeld(row)
         this.countFinished(1)
       } else {
         this.rows.set(id, next)
@@ -470,10 +511,16 @@ export class RunStore implements RunLog {
     return readBlobJson(stateDir, row.requestBlob.name)
   }
 
-  /** A row's received request (what `hookgate runs replay` sends again), from its blob when it lives in one; undefined when not stored or gone. */
-  static readReceived(stateDir: string, row: RunRow): ReceivedRequest | undefined {
-    if (row.received !== undefined || !row.receivedBlob) return row.received
-    return readBlobJson(stateDir, row.receivedBlob.name) as ReceivedRequest | undefined
+  /**
+   * A row's received request (what `hookgate runs replay` sends again), from its blob when it lives
+   * in one, or from the row `rowOf` finds holding it for the row's fan-out (receivedIn); undefined
+   * when not stored or gone.
+   */
+  static readReceived(stateDir: string, row: RunRow, rowOf?: (id: string) => RunRow | undefined): ReceivedRequest | undefined {
+    const holder = row.receivedIn === undefined ? row : rowOf?.(row.receivedIn)
+    if (holder === undefined) return undefined
+    if (holder.received !== undefined || !holder.receivedBlob) return holder.received
+    return readBlobJson(stateDir, holder.receivedBlob.name) as ReceivedRequest | undefined
   }
 
   /** readRows plus what was skipped while reading. A missing file is an empty history. */
@@ -521,17 +568,20 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
     }
     kept.push(row)
   }
+  const needed = keepSharedRequests(kept, rows)
   // Request blobs (and received-request blobs): every unfinished run's, and finished runs' newest
-  // first within one byte budget.
+  // first within one byte budget. A request a fan-out's runs share counts once, where it is kept,
+  // and as unfinished while any of its runs is.
   let requestBytesLeft = options.keepRequestBytes ?? DEFAULT_KEEP_REQUEST_BYTES
   const blobsKept = new Set<string>()
   for (let i = kept.length - 1; i >= 0; i--) {
     // a kept step's output is kept whole: a resumed workflow reads it instead of running the step again
     const outputBlob = kept[i]!.outputBlob
     if (outputBlob) blobsKept.add(outputBlob.name)
+    const done = FINAL.has(kept[i]!.status) && !needed.has(kept[i]!.id)
     // A received request small enough to sit in its line counts against the same budget: without
     // that, every kept run (up to keepRuns) kept one of up to REQUEST_INLINE_MAX_CHARS.
-    if (kept[i]!.received !== undefined && FINAL.has(kept[i]!.status)) {
+    if (kept[i]!.received !== undefined && done) {
       requestBytesLeft -= JSON.stringify(kept[i]!.received).length
       if (requestBytesLeft < 0) kept[i] = withoutReceived(kept[i]!)
     }
@@ -539,7 +589,7 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
       const row = kept[i]!
       const blob = row[blobField]
       if (!blob) continue
-      if (FINAL.has(row.status)) {
+      if (done) {
         if (blobsKept.has(blob.name)) continue
         requestBytesLeft -= blob.bytes
         if (requestBytesLeft < 0) {
@@ -550,6 +600,17 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
         }
       }
       blobsKept.add(blob.name)
+    }
+  }
+  // a run whose fan-out's request went over the budget says it has none, as its holder does
+  const keptById = new Map(kept.map((row, i) => [row.id, i]))
+  for (let i = 0; i < kept.length; i++) {
+    const ref = kept[i]!.receivedIn
+    if (ref === undefined) continue
+    const holder = kept[keptById.get(ref) ?? -1]
+    if (holder === undefined || (holder.received === undefined && !holder.receivedBlob)) {
+      const { receivedIn: _ref, ...rest } = kept[i]!
+      kept[i] = rest
     }
   }
   let bytesAfter: number
@@ -563,6 +624,38 @@ function compactIfLarge(path: string, options: RunStoreOptions): Compaction | nu
   return { records: read.records.length, bytesBefore, bytesAfter, keptRuns: kept.length, droppedRuns: rows.size - kept.length }
 }
 
+
+/**
+ * A request stored once for a fan-out (receivedIn) outlives the run that held it: when that run is
+ * not kept, the oldest kept run of the same request takes the request over and the other kept ones
+ * name it instead. Rewrites `kept` in place; returns the ids of the runs holding a request that an
+ * unfinished run names (kept whatever the budget, as an unfinished run's own request is).
+ */
+function keepSharedRequests(kept: RunRow[], folded: ReadonlyMap<string, RunRow>): Set<string> {
+  const keptIds = new Set(kept.map((row) => row.id))
+  const heirs = new Map<string, string>()
+  const needed = new Set<string>()
+  for (let i = 0; i < kept.length; i++) {
+    const row = kept[i]!
+    const ref = row.receivedIn
+    if (ref === undefined) continue
+    if (keptIds.has(ref)) continue
+    const heir = heirs.get(ref)
+    const { receivedIn: _ref, ...rest } = row
+    if (heir !== undefined) {
+      ;(rest as RunRow).receivedIn = heir
+    } else {
+      const holder = folded.get(ref)
+      if (holder?.received !== undefined) rest.received = holder.received
+      else if (holder?.receivedBlob) rest.receivedBlob = holder.receivedBlob
+      else { kept[i] = Object.freeze(rest); continue } // gone already: nothing to name
+      heirs.set(ref, row.id)
+    }
+    kept[i] = Object.freeze(rest)
+  }
+  for (const row of kept) if (row.receivedIn !== undefined && !FINAL.has(row.status)) needed.add(row.receivedIn)
+  return needed
+}
 
 function readBlobJson(stateDir: string, name: string): unknown {
   try {

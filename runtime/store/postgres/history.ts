@@ -5,6 +5,7 @@ import type { HistoryReader, ReceivedRequest, RejectRecord, RunHistory, RunRow }
 import type { Db } from './db.js'
 import { PgRecordLog } from './logs.js'
 import { PgRejects } from './rejects.js'
+import { readReceived } from './runs.js'
 
 export class PgHistory implements HistoryReader {
   constructor(private readonly db: Db, readonly where: string, private readonly owned = false) {}
@@ -24,9 +25,8 @@ export class PgHistory implements HistoryReader {
     return (await this.db.query<{ request: unknown }>('SELECT request FROM hookgate_runs WHERE id = $1', [row.id])).rows[0]?.request ?? undefined
   }
 
-  async received(row: RunRow): Promise<ReceivedRequest | undefined> {
-    if (row.received !== undefined) return row.received
-    return (await this.db.query<{ received: ReceivedRequest | null }>('SELECT received FROM hookgate_runs WHERE id = $1', [row.id])).rows[0]?.received ?? undefined
+  received(row: RunRow): Promise<ReceivedRequest | undefined> {
+    return readReceived(this.db, row)
   }
 
   async output(row: RunRow): Promise<unknown> {

@@ -1,5 +1,6 @@
 // What the PostgreSQL store keeps, as the file store's compaction keeps it: the newest `keepRuns`
-// runs (server.history.keepRuns; unfinished runs always), the transcripts of those runs, each
+// runs (server.history.keepRuns; unfinished runs always; a request shared by a fan-out's runs as
+// long as one of them is kept), the transcripts of those runs, each
 // Idempotency-Key for its window, and of each agent's main session the newest SESSION_KEEP_TURNS
 // turns with what came after them, plus every event no turn read and the last route (what a runtime
 // that gains the session reads). Any runtime may prune, in batches, now and then; runtimes pruning
@@ -25,7 +26,20 @@ export async function pruneOnce(q: Queryable, keepRuns: number, keepKeysForMs: n
        WHERE (r.created_at, r.id) <= (c.created_at, c.id) AND r.status NOT IN ('queued', 'running')
        ORDER BY r.created_at
        LIMIT $2
-       FOR UPDATE OF r SKIP LOCKED)
+       FOR UPDATE OF r SKIP LOCKED),
+     -- A request is stored once for all the runs it started (readReceived in runs.ts): a doomed
+     -- run that holds it hands it to a run of the same request that stays, the one with the
+     -- lowest id, so that run still replays. The runs name the first holder still: that is how a
+     -- reader finds the request, wherever it is now.
+     heirs AS (
+       SELECT DISTINCT ON (d.id) k.id AS heir, d.received
+       FROM hookgate_runs d
+       JOIN hookgate_runs k ON k.created_at = d.created_at
+         AND (k.id = COALESCE(d.row->>'receivedIn', d.id) OR k.row->>'receivedIn' = COALESCE(d.row->>'receivedIn', d.id))
+       WHERE d.id IN (SELECT id FROM doomed) AND d.received IS NOT NULL AND k.id NOT IN (SELECT id FROM doomed)
+       ORDER BY d.id, k.id),
+     handed AS (
+       UPDATE hookgate_runs AS k SET received = h.received FROM heirs h WHERE k.id = h.heir RETURNING k.id)
      DELETE FROM hookgate_runs WHERE id IN (SELECT id FROM doomed) RETURNING id`, [keepRuns, BATCH])
   const ids = runs.rows.map((r) => r.id)
   if (ids.length > 0) {

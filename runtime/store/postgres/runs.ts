@@ -13,13 +13,13 @@
 // While the database cannot be reached, new runs are refused (`store_unavailable`, never an
 // acknowledgement) and status changes wait and are tried again; `health` says why meanwhile.
 import { isoNow } from '../../clock.js'
-import { DEFAULT_KEY_WINDOW_MS, buildRow, checkStatus, cleanExtra, movableRow, withoutReceived, withoutRequest, cleanNote, notPlainJson, withNote, withStatus, type StatusChange } from '../rows.js'
+import { DEFAULT_KEY_WINDOW_MS, buildRow, checkStatus, cleanExtra, movableRow, storeReceivedOnce, withoutReceived, withoutRequest, cleanNote, notPlainJson, withNote, withStatus, type StatusChange } from '../rows.js'
 import {
   FINAL_STATUSES, RunStoreError,
-  type NewRun, type RunChangeListener, type RunLog, type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
+  type NewRun, type ReceivedRequest, type RunChangeListener, type RunLog, type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
 } from '../store.js'
 import { RunWatchers, afterWritesOf, trackWrite } from '../watchers.js'
-import { jsonLiteral, literal, type Db, type QueryResult } from './db.js'
+import { jsonLiteral, literal, type Db, type Queryable, type QueryResult } from './db.js'
 import { PgWriter, type Lane } from './group-commit.js'
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
@@ -92,26 +92,28 @@ export class PgRunLog implements RunLog {
       if (refusal) throw refusal
       const at = this.isoNow()
       const ids = new Set<string>()
-      rows = inputs.map((input) => {
+      rows = storeReceivedOnce(inputs.map((input) => {
         const row = buildRow(input, at)
         if (this.rows.has(row.id) || this.inFlight.has(row.id) || ids.has(row.id)) throw new RunStoreError('duplicate_run', `a run with id ${row.id} already exists`)
         ids.add(row.id)
         return row
-      })
+      }))
     } catch (err) {
       return Promise.reject(err)
     }
     const written = Promise.all(rows.map((row) => this.writes.add(this.lane, { kind: 'insert', row })))
     const done = written.then(() => {
       let finished = 0
-      for (const row of rows) {
+      // as memory keeps them, without the received request (which a pending run must not hold)
+      const kept = rows.map((row) => (row.received === undefined ? row : withoutReceived(row)))
+      for (const row of kept) {
         this.fences.set(row.id, 1)
-        this.remember(row)
+        this.rows.set(row.id, row)
         if (FINAL_STATUSES.has(row.status)) finished++
         this.watchers.changed(row)
       }
       this.countFinished(finished)
-      return rows
+      return kept
     })
     for (const row of rows) this.track(row.id, done)
     return done
@@ -184,6 +186,10 @@ export class PgRunLog implements RunLog {
   /** The database keeps a step's output in its row, whatever its size. */
   output(row: RunRow): unknown {
     return row.output
+  }
+
+  received(row: RunRow): Promise<ReceivedRequest | undefined> {
+    return readReceived(this.db, row)
   }
 
   trim(): void {
@@ -385,10 +391,6 @@ export class PgRunLog implements RunLog {
 
   // ---- memory -------------------------------------------------------------------------------------
 
-  private remember(row: RunRow): void {
-    this.rows.set(row.id, row.received === undefined ? row : withoutReceived(row))
-  }
-
   private countFinished(n: number): void {
     this.finished += n
     if (this.finished >= (this.options.retainFinished ?? DEFAULT_RETAIN_FINISHED) + 256) this.trim()
@@ -401,6 +403,22 @@ export class PgRunLog implements RunLog {
   private serialise<T>(id: string, work: () => Promise<T>): Promise<T> {
     return afterWritesOf(this.inFlight, id, work)
   }
+}
+
+/**
+ * A run's received request. A fan-out's runs share one, kept in the `received` column of one of
+ * them: the first run's (the others name it in their row's `receivedIn`), or, once a prune deleted
+ * that run, of a run of the same request it handed the request to (retention.ts). So the request
+ * is the one a run of the same request (created in the same commit, so at the same created_at)
+ * holds.
+ */
+export async function readReceived(q: Queryable, row: RunRow): Promise<ReceivedRequest | undefined> {
+  if (row.received !== undefined) return row.received
+  const r = await q.query<{ received: ReceivedRequest }>(
+    `SELECT received FROM hookgate_runs
+     WHERE created_at = $1::timestamptz AND (id = $2 OR row->>'receivedIn' = $2) AND received IS NOT NULL
+     LIMIT 1`, [row.createdAt, row.receivedIn ?? row.id])
+  return r.rows[0]?.received ?? undefined
 }
 
 /** A row as the table holds it: the columns queries use, the row without what a listing never reads, and that beside it. */

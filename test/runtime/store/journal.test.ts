@@ -6,6 +6,7 @@ import { INLINE_MAX_BYTES, Journal, JournalError, MAX_LINE_BYTES } from '../../.
 import { tempDir } from '../../helpers/paths.js'
 import { rejectionOf, sleep } from '../../helpers/async.js'
 import { mountSmallDisk } from '../../helpers/full-disk.js'
+import { lockableDir } from '../../helpers/immutable-dir.js'
 import { until } from '../http/harness.js'
 
 const scratch = tempDir('hookgate-journal-')
@@ -235,6 +236,33 @@ append('a full disk: appends wait instead of failing, health says why, and they 
   } finally {
     disk.unmount()
   }
+})
+
+append('a permission error (a blob that cannot be created: EPERM) waits like a full disk and lands once mended, with what was queued behind it', async () => {
+  const dir = freshDir()
+  const locked = lockableDir(dir)
+  if (!locked) { console.log('  (skipped: no chattr +i on this file system)'); return }
+  const path = join(dir, 'j.jsonl')
+  const j = Journal.open<Rec>(path)
+  try {
+    await j.append({ n: 1 })
+    locked.lock()
+    let settled = false
+    const waiting = Promise.all([j.append({ n: 2, text: 'p'.repeat(INLINE_MAX_BYTES) }), j.append({ n: 3 })]).then(() => { settled = true })
+    await until('the journal to report trouble', () => (j.health.ok ? undefined : true))
+    assert.match((j.health as { reason: string }).reason, /EPERM/)
+    const later = j.append({ n: 4 })
+    await sleep(200)
+    assert.is(settled, false, 'nothing is acknowledged while it cannot be written')
+    locked.unlock()
+    await waiting
+    await later
+    assert.ok(j.health.ok)
+  } finally {
+    locked.unlock()
+    await j.close()
+  }
+  assert.equal(Journal.read<Rec>(path).records.map((r) => r.n), [1, 2, 3, 4])
 })
 
 append('closing while the disk is full rejects what is queued instead of hanging', async () => {

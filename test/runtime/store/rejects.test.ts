@@ -10,6 +10,7 @@ import { MAX_HEADER_VALUE_CHARS, MAX_HEADERS, MAX_PATH_CHARS, redactHeaders, Rej
 import { parseDuration } from '../../../runtime/clock.js'
 import { rejectsCommand } from '../../../runtime/store/rejects-cli.js'
 import { scratchDir } from '../../helpers/paths.js'
+import { lockableDir } from '../../helpers/immutable-dir.js'
 
 /** A clock the test moves by hand; starts at 10:00:05 so a minute closes at 10:01:00. */
 function clock(start = Date.parse('2025-03-01T10:00:05.000Z')): { now: () => number; advance(ms: number): void } {
@@ -147,6 +148,30 @@ bounds('the log rotates past segmentBytes: at most two segments, the oldest reco
   assert.ok(records.length < 400, 'the oldest were dropped')
   assert.is(records[0]!.path, '/hooks/n399', 'the newest is kept')
   assert.not.ok(records.some((r) => r.path === '/hooks/n0'))
+})
+
+bounds('a rotation the state directory refuses (EPERM) loses nothing: the segment grows on and rotates once it may', async () => {
+  const dir = scratchDir('rejects-')
+  const locked = lockableDir(dir)
+  if (!locked) { console.log('  (skipped: no chattr +i on this file system)'); return }
+  const warnings: string[] = []
+  const log = openLog(dir, clock(), { segmentBytes: 2048, warn: (m) => warnings.push(m) })
+  try {
+    locked.lock()
+    for (let i = 0; i < 40; i++) unauthorized(log, '203.0.113.7', `/hooks/n${i}`)
+    await log.flush()
+    assert.is(log.stats.rotations, 0)
+    assert.is(log.stats.dropped, 0, 'records written are not counted as lost')
+    assert.equal(warnings, [])
+    locked.unlock()
+    unauthorized(log, '203.0.113.7', '/hooks/after')
+    await log.flush()
+    assert.is(log.stats.rotations, 1)
+  } finally {
+    locked.unlock()
+    await log.close()
+  }
+  assert.is(RejectLog.read(dir).records.length, 41)
 })
 
 bounds('an oversized segment left from before is rotated at open', async () => {

@@ -472,6 +472,20 @@ received('a compaction counts received requests kept in their lines against keep
   assert.equal(rows.map((r) => [r.id, RunStore.readReceived(dir, r) !== undefined]), [['inline-3', true], ['inline-2', true], ['inline-1', false], ['inline-0', false]])
 })
 
+received('the row a create resolves with (and a subscriber hears of) is the row as memory keeps it: a pending run holding it does not hold its request', async () => {
+  // Regression: the engine ran each accepted run with the row create() gave back, which carried the
+  // received request (the parsed payload, and the body's bytes beside it): every pending run of a
+  // 255 KiB request held three times its body, one of them the payload it never reads.
+  const store = openStore()
+  const heard: RunRow[] = []
+  store.subscribe((row) => heard.push(row))
+  const one = await store.create(newRun('one', { received: receivedOf({ text: 'o'.repeat(1024) }) }))
+  const many = await store.createMany([newRun('m0', { received: receivedOf({ n: 0 }) }), newRun('m1', { received: receivedOf({ n: 1 }) })])
+  for (const row of [one, ...many, ...heard]) assert.is(row.received, undefined, `${row.id} carries its received request`)
+  assert.is(heard.length, 3)
+  await store.close()
+})
+
 received('a known size bound spares a small request the measuring, and a large one still goes to a blob whatever its bound says it may be', async () => {
   const dir = freshDir()
   const store = openStore(dir)
@@ -532,6 +546,74 @@ received('a received request that carries its body\'s bytes is written with thos
   const again = RunStore.open(dir, { compactAboveBytes: 1, fsync: false })
   await again.close()
   assert.equal(RunStore.readRows(dir).map((r) => [r.id, RunStore.readReceived(dir, r)]), [['after', undefined], ['large', large], ['inline', inline]])
+})
+
+/** The runs of one fan-out request (one received request object shared by all), all `status`. */
+const fanOut = (ids: string[], shared: ReturnType<typeof receivedOf>, status: NewRun['status'] = 'failed'): NewRun[] => ids.map((id) => newRun(id, { status, received: shared }))
+const readBack = (dir: string): Array<[string, unknown]> => {
+  const rows = RunStore.readRows(dir)
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  return rows.map((r) => [r.id, RunStore.readReceived(dir, r, (id) => byId.get(id))])
+}
+
+received('a fan-out\'s runs share one stored request: the first row keeps it, the others name that row, and each reads it back', async () => {
+  const dir = freshDir()
+  const store = openStore(dir)
+  const shared = receivedOf({ text: 'f'.repeat(64 * 1024) })
+  await store.createMany(fanOut(['f0', 'f1', 'f2'], shared))
+  await store.close()
+  assert.is(readFileSync(join(dir, RUNS_FILE), 'utf8').split('f'.repeat(64 * 1024)).length, 2, 'one copy on disk')
+  const rows = RunStore.readRows(dir)
+  assert.equal(rows.map((r) => [r.id, r.received !== undefined, r.receivedIn]), [['f2', false, 'f0'], ['f1', false, 'f0'], ['f0', true, undefined]])
+  assert.equal(readBack(dir), [['f2', shared], ['f1', shared], ['f0', shared]])
+})
+
+received('a compaction that drops the run holding a fan-out\'s request hands it to the oldest run of it kept, inline or in a blob', async () => {
+  for (const size of [32 * 1024, OVER_INLINE]) {
+    const dir = freshDir()
+    const store = RunStore.open(dir, { now: steppingClock(), fsync: false })
+    const shared = receivedOf({ text: 'h'.repeat(size) })
+    await store.createMany(fanOut(['h0', 'h1', 'h2', 'h3'], shared))
+    await store.close()
+    // the newest three finished runs are kept: the first, which held the request, goes
+    const compacted = RunStore.open(dir, { compactAboveBytes: 1, keepHistory: 3, fsync: false })
+    await compacted.close()
+    const rows = RunStore.readRows(dir)
+    assert.equal(rows.map((r) => [r.id, r.received !== undefined || r.receivedBlob !== undefined, r.receivedIn]), [['h3', false, 'h1'], ['h2', false, 'h1'], ['h1', true, undefined]], `a ${size}-character request`)
+    assert.equal(readBack(dir), [['h3', shared], ['h2', shared], ['h1', shared]])
+    // once more: nothing is lost a second time round
+    const again = RunStore.open(dir, { compactAboveBytes: 1, keepHistory: 3, fsync: false })
+    await again.close()
+    assert.equal(readBack(dir), [['h3', shared], ['h2', shared], ['h1', shared]])
+  }
+})
+
+received('a fan-out\'s request counts once against keepRequestBytes; dropped, none of its runs names it any more', async () => {
+  const dir = freshDir()
+  const store = RunStore.open(dir, { now: steppingClock(), fsync: false })
+  await store.createMany(fanOut(['a0', 'a1', 'a2'], receivedOf({ text: 'a'.repeat(40 * 1024) })))
+  await store.createMany(fanOut(['b0', 'b1', 'b2'], receivedOf({ text: 'b'.repeat(40 * 1024) })))
+  await store.close()
+  // room for one request of 40 KiB, not for three copies of it
+  const budget = RunStore.open(dir, { compactAboveBytes: 1, keepRequestBytes: 60 * 1024, fsync: false })
+  await budget.close()
+  assert.equal(readBack(dir).map(([id, r]) => [id, r !== undefined]), [['b2', true], ['b1', true], ['b0', true], ['a2', false], ['a1', false], ['a0', false]])
+  assert.equal(RunStore.readRows(dir).filter((r) => r.id.startsWith('a')).map((r) => r.receivedIn), [undefined, undefined, undefined])
+})
+
+received('an unfinished run keeps its fan-out\'s request whatever the budget, even when the run holding it finished, and a reopened store reads it for a resume', async () => {
+  const dir = freshDir()
+  const store = RunStore.open(dir, { now: steppingClock(), fsync: false })
+  const shared = receivedOf({ text: 'u'.repeat(40 * 1024) })
+  await store.createMany(fanOut(['u0', 'u1'], shared, 'queued'))
+  await store.transition('u0', 'failed', { error: 'done' })
+  await store.close()
+  const reopened = RunStore.open(dir, { compactAboveBytes: 1, keepRequestBytes: 1, fsync: false })
+  assert.equal(reopened.unfinished().map((r) => r.id), ['u1'])
+  assert.is(reopened.get('u1')!.received, undefined, 'memory rows keep no request')
+  assert.equal(await reopened.received(reopened.get('u1')!), shared)
+  await reopened.close()
+  assert.equal(readBack(dir), [['u1', shared], ['u0', shared]])
 })
 
 received.run()

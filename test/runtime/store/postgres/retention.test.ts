@@ -44,6 +44,35 @@ if (!pg) {
     }
   })
 
+  retention('a fan-out\'s request is stored once and outlives the run holding it: a prune hands it to a run of it that stays', async () => {
+    const url = await pg.createDatabase('shared_request')
+    const shared = { path: '/hooks/batch', query: {}, headers: { 'x-source': 'shop' }, payload: { text: 's'.repeat(32 * 1024) } }
+    const first = await PgStore.open(url, { keepRuns: 3 })
+    try {
+      const rows = await first.runs.createMany(['h0', 'h1', 'h2', 'h3'].map((id) => newRun(id, { status: 'succeeded', received: shared })))
+      assert.ok(rows.every((row) => row.received === undefined), 'the rows given back (which a pending run holds) keep no request')
+      const stored = await first.db.query<{ id: string }>('SELECT id FROM hookgate_runs WHERE received IS NOT NULL')
+      assert.equal(stored.rows.map((r) => r.id), ['h0'], 'one row holds the request')
+      assert.is((await first.prune()).runs, 1)
+    } finally {
+      await first.close()
+    }
+    const readAll = async (keepRuns: number): Promise<Array<[string, unknown]>> => {
+      const store = await PgStore.open(url, { keepRuns })
+      const history = store.history('test')
+      try {
+        await store.prune()
+        const rows = (await history.read()).rows
+        return await Promise.all(rows.map(async (row) => [row.id, (await history.received(row))?.payload] as [string, unknown]))
+      } finally {
+        await store.close()
+      }
+    }
+    // h0 (which held it) went: h1 holds it now; then h1 and h2 go, and h3 holds it
+    assert.equal(await readAll(3), [['h3', shared.payload], ['h2', shared.payload], ['h1', shared.payload]])
+    assert.equal(await readAll(1), [['h3', shared.payload]])
+  })
+
   retention('keeps of a main session its newest turns and what follows them, the events no turn read, and the last route', async () => {
     const url = await pg.createDatabase('session_retention')
     const store = await PgStore.open(url, { sessionKeepTurns: 2 })

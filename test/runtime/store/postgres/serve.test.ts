@@ -112,6 +112,44 @@ if (!pg) {
     }
   })
 
+  serve('a fan-out request is stored once in the database too: its runs\' rows hold about one copy, and each run reads the request back', async () => {
+    const url = await pg.createDatabase('serve_fan_out')
+    const project = await compileProject(`
+hooks:
+  enabled: true
+  token: "\${HOOKGATE_TEST_TOKEN}"
+  mappings:
+    - { id: wide, match: { path: wide }, action: agent, deliver: false, wakeMode: next-heartbeat, forEach: "{{payload.items}}", messageTemplate: "{{payload.tag}} #{{item.n}}" }
+    - { id: flows, match: { path: flows }, action: workflow, workflow: each, forEach: "{{payload.items}}" }
+agents:
+  - { id: main, default: true, model: builtin/echo, heartbeat: { every: "off" } }
+workflows:
+  - id: each
+    steps:
+      - { id: ask, action: agent, messageTemplate: "{{payload.tag}}" }
+`)
+    const server = await spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', url], { cwd: project.dir })
+    const history = openHistory(project.stateDir, url)
+    try {
+      for (const path of ['/hooks/wide', '/hooks/flows']) {
+        const body = { tag: path, items: Array.from({ length: 200 }, (_, n) => ({ n })), pad: 'p'.repeat(240 * 1024) }
+        const bytes = Buffer.byteLength(JSON.stringify(body))
+        const r = await post(server.origin, path, TOKEN, body)
+        assert.is(r.status, 202, r.text)
+        const ids: string[] = r.json.runIds
+        const stored = Number(await pg.sql(`SELECT sum(octet_length(row::text) + coalesce(octet_length(request::text), 0) + coalesce(octet_length(received::text), 0)) FROM hookgate_runs WHERE id IN (${ids.map((id) => `'${id}'`).join(', ')})`, url))
+        assert.ok(stored >= bytes && stored < bytes + 200 * 1024, `${path}: its 200 rows hold ${stored} bytes for a ${bytes}-byte request`)
+        const rows = (await history.read()).rows.filter((row) => ids.includes(row.id))
+        assert.is(rows.length, 200)
+        for (const row of rows) assert.equal((await history.received(row))?.payload, body, `${path}: run ${row.id} reads the request back`)
+      }
+    } finally {
+      await history.close()
+      server.child.kill('SIGTERM')
+      assert.is(await server.exited, 0, server.stderr())
+    }
+  })
+
   serve('refuses a --store that is not postgres:// (2), and one it cannot reach without printing its password (1)', async () => {
     const project = await compileProject(CONFIG)
     const bad = await hookgate(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', '/var/lib/hookgate'])
