@@ -61,7 +61,6 @@ export const DiagnosticCodes = {
   AGENT_NOT_ALLOWED: 'a mapping routes to an agent that hooks.allowedAgentIds blocks',
   MODEL_INVALID: 'a model is not written as provider/model or names an unknown provider',
   THINKING_UNSUPPORTED: 'thinking is set for a model whose provider has no reasoning setting',
-  WAKE_WITHOUT_HEARTBEAT: 'a wake waits for the next heartbeat of an agent whose heartbeat is off',
   PROVIDER_DUPLICATE_ID: 'two providers have the same id',
   CHANNEL_DUPLICATE_ID: 'two channels have the same id',
   CHANNEL_UNKNOWN: 'a channel reference names no declared channel',

@@ -214,12 +214,3 @@ export function checkRouteModel(route: ResolvedRoute, agents: ResolvedAgent[], d
     bag.error('THINKING_UNSUPPORTED', `thinking "${route.thinking}" has no effect on ${model}, which has no reasoning setting`, loaded.locate([...route.configPath, 'thinking']))
   }
 }
-
-/** A wake that waits for the next heartbeat of an agent whose heartbeat is off would never be read: its run would stay queued. */
-export function checkRouteWake(route: ResolvedRoute, agents: ResolvedAgent[], defaultAgentId: string, loaded: LoadedConfig, bag: DiagnosticBag): void {
-  if (route.action !== 'wake' || route.wakeMode !== 'next-heartbeat') return
-  const agent = agents.find((a) => a.id === (route.agentId ?? defaultAgentId))
-  if (!agent || agent.heartbeatSeconds !== null) return
-  const key = route.definitionKind === 'trigger' ? 'timing' : 'wakeMode'
-  bag.error('WAKE_WITHOUT_HEARTBEAT', `this wake waits for the next heartbeat of agent "${agent.id}", whose heartbeat is off: its runs would never be read`, loaded.locate([...route.configPath, key]), `write ${key}: now, or give agent "${agent.id}" a heartbeat (heartbeat: { every: 30m })`)
-}

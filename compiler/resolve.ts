@@ -16,7 +16,7 @@ import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST
 import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
 import { hookName, normaliseBasePath } from '../runtime/hook-path.js'
 import { resolveSignature } from './signatures.js'
-import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel, checkRouteWake } from './resolve-agents.js'
+import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
 export type { SecretSpec }
 
 export interface ResolvedRoute extends RouteSpec {
@@ -232,7 +232,6 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
       }
     }
     checkRouteModel(route, agents, defaultAgentId, loaded, bag, leftOut)
-    checkRouteWake(route, agents, defaultAgentId, loaded, bag)
     if (route.channel !== 'last' && !channelIds.has(route.channel) && !leftOut.mayDeclare('channels', route.channel)) {
       bag.error('CHANNEL_UNKNOWN', `channel "${route.channel}" is not declared under channels`, at([...spec.configPath, 'channel']), hintFrom(route.channel, channelIds) ?? 'declare it under channels, or use channel: last')
     }

@@ -5,7 +5,7 @@ import type { LoadedBundle } from './bundle.js'
 import { applyMapping, type HookAction } from './mapping.js'
 import { wrapExternalContent } from './envelope.js'
 import { HttpError } from './http/errors.js'
-import { checkModelOverride, checkThinking, checkWakeMode, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './http/requests.js'
+import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './http/requests.js'
 import type { BundleConfig } from './bundle-format.js'
 import { TransformPool } from './transforms/pool.js'
 import { explainFiltered } from './conditions.js'
@@ -40,14 +40,6 @@ export async function dryRun(bundle: LoadedBundle, name: string, payload: unknow
       return answer(outcome.status, { mapping: outcome.route.id, code: outcome.code, error: outcome.error })
     case 'action': {
       // the server holds a mapped key to the session-key policy; so does the dry run
-      if (outcome.action.kind === 'wake') {
-        try {
-          checkWakeMode(outcome.action.mode, resolveAgentId(outcome.action.agentId, bundle.config), bundle.config)
-        } catch (err) {
-          if (!(err instanceof HttpError)) throw err
-          return answer(err.status, { mapping: outcome.route.id, code: err.code, error: err.message })
-        }
-      }
       if (outcome.action.kind === 'agent') {
         try {
           resolveMappedSessionKey(outcome.action.sessionKey, bundle.config)

@@ -56,21 +56,7 @@ export function parseWakeRequest(payload: unknown): WakeRequest {
 export function resolveWakeAgent(w: WakeRequest, config: BundleConfig): string {
   const agentId = resolveAgentId(w.agentId, config)
   if (w.sessionKey !== null) throw new HttpError(400, 'session_key_not_allowed', 'a wake goes to the main session of its agent and takes no sessionKey; use /agent for a turn under its own key')
-  checkWakeMode(w.mode, agentId, config)
   return agentId
-}
-
-/**
- * A wake that waits for the next heartbeat of an agent whose heartbeat is off would wait for ever,
- * its run queued and never finished: refused at admission instead (the compiler refuses such a
- * mapping; this catches /wake and a transform's override).
- */
-export function checkWakeMode(mode: 'now' | 'next-heartbeat', agentId: string, config: BundleConfig): void {
-  if (mode !== 'next-heartbeat') return
-  const agent = config.agents.find((a) => a.id === agentId)
-  if (agent && agent.heartbeatSeconds === null) {
-    throw new HttpError(400, 'no_heartbeat', `agent "${agentId}" has no heartbeat (heartbeat: off), so a next-heartbeat wake would never be read; send mode "now"`)
-  }
 }
 
 /**

@@ -20,7 +20,7 @@ import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { jsonBodyText, parseBody, readBody } from './body.js'
 import { deliveryIdOf, deliveryKey, senderPayload, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
-import { checkModelOverride, checkRequestChannel, checkWakeMode, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
+import { checkModelOverride, checkRequestChannel, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
 import { RunStoreError, boundJsonSize, rawJsonPayload, type RefusalRecorder } from '../store/store.js'
 
 /** From this size on, a JSON body is stored as received (spliced into its run's line); smaller ones are serialised, which costs less than the bytes' copies. */
@@ -428,7 +428,6 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   const submissions: Submission[] = actions.map((action, i) => {
     const agentId = resolveAgentId(action.agentId, config)
     // field by field: a spread of origin per request showed in the profile
-    if (action.kind === 'wake') checkWakeMode(action.mode, agentId, config)
     if (action.kind === 'wake') return { kind: 'wake', input: { definitionKind: origin.definitionKind, definitionId: origin.definitionId, correlationId, source, external: origin.external, agentId, text: action.text, mode: action.mode, name: null } }
     if (action.kind === 'workflow') {
       // Stored with the run to render its steps later: secret headers never reach the disk.
