@@ -123,7 +123,7 @@ if (!pg) {
     await sleep(1500)
     const calls = turnsOf(fake!, 'a1').filter((t) => t.text.includes('the paused turn'))
     assert.is(calls.length, 2, 'the paused owner and the new one each called the model')
-    const committed = await pg.sql(`SELECT count(*) FROM hookgate_logs WHERE log = 'a1/main' AND record->>'type' = 'turn' AND record->'events' ? 'event:${runId}'`, url)
+    const committed = await pg.sql(`SELECT count(*) FROM hookgate_logs WHERE log = 'a1/main' AND record->>'type' = 'turn' AND record::jsonb->'events' ? 'event:${runId}'`, url)
     assert.is(committed, '1', 'exactly one turn that read the wake was committed')
     assert.is(await pg.sql(`SELECT status FROM hookgate_runs WHERE id = '${runId}'`, url), 'succeeded')
     // and the resumed runtime still serves

@@ -109,8 +109,8 @@ export class PgStore implements Store {
 
   async lastFiredSlots(): Promise<Map<string, number>> {
     const r = await this.db.query<{ id: string; at: string }>(
-      `SELECT definition_id AS id, max(row->>'scheduledFor') AS at FROM hookgate_runs
-       WHERE definition_kind = 'task' AND row ? 'scheduledFor' GROUP BY definition_id`)
+      `SELECT definition_id AS id, max(scheduled_for) AS at FROM hookgate_runs
+       WHERE definition_kind = 'task' AND scheduled_for IS NOT NULL GROUP BY definition_id`)
     return new Map(r.rows.map((x) => [x.id, Date.parse(x.at)] as [string, number]).filter(([, at]) => Number.isFinite(at)))
   }
 

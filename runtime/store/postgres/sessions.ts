@@ -9,7 +9,8 @@
 // No session-level advisory lock and no LISTEN: both break behind pgbouncer in transaction mode.
 // Polling bounds the delay of an event queued on another runtime to about POLL_MS.
 import { RunStoreError, sessionLogName, type SessionHandler, type SessionOwnership, type StoreHealth } from '../store.js'
-import { isUnavailable, jsonLiteral, type Db } from './db.js'
+import { isUnavailable, jsonLiteral, literal, type Db } from './db.js'
+import { recordKeys } from './logs.js'
 import { PgWriter, type Lane } from './group-commit.js'
 import type { PgRunLog } from './runs.js'
 import { claimWakes } from './takeover.js'
@@ -37,14 +38,15 @@ export class PgSessions implements SessionOwnership {
   private readonly routes = new Map<string, string>()
   private readonly routeLane: Lane<{ agent_id: string; route: object; at: string }> = {
     statements: (batch) => [`INSERT INTO hookgate_routes AS r (agent_id, route, at)
-       SELECT DISTINCT ON (agent_id) agent_id, route, at FROM jsonb_to_recordset(${jsonLiteral(batch)}) AS t(agent_id text, route jsonb, at timestamptz) ORDER BY agent_id, at DESC
+       SELECT DISTINCT ON (agent_id) agent_id, route, at FROM (VALUES ${batch.map((w) => `(${literal(w.agent_id)}::text, ${jsonLiteral(w.route)}, ${literal(w.at)}::timestamptz)`).join(',\n')}) AS t(agent_id, route, at)
+       ORDER BY agent_id, at DESC
        ON CONFLICT (agent_id) DO UPDATE SET route = excluded.route, at = excluded.at WHERE r.at <= excluded.at`],
     outcome: () => new Map(),
     retry: () => true,
   }
   private readonly inboxLane: Lane<Inboxed> = {
     statements: (batch) => [`INSERT INTO hookgate_session_inbox (log, id, record, now)
-       SELECT log, id, record, now FROM jsonb_to_recordset(${jsonLiteral(batch)}) AS t(log text, id text, record jsonb, now boolean)
+       VALUES ${batch.map((w) => `(${literal(w.log)}, ${literal(w.id)}, ${jsonLiteral(w.record)}, ${w.now})`).join(',\n')}
        ON CONFLICT (log, id) DO NOTHING`],
     outcome: () => new Map(),
     retry: () => true,
@@ -89,15 +91,17 @@ export class PgSessions implements SessionOwnership {
   async commitTurn(agentId: string, record: object): Promise<void> {
     const lease = this.owned.get(agentId)
     if (!lease) throw fencedOut(agentId)
+    const log = sessionLogName(agentId)
     let delay = 50
     for (;;) {
       try {
         // FOR SHARE: a runtime taking the lease over waits for this commit, and then reads it.
+        const keys = recordKeys(log, record)
         const r = await this.db.query(
-          `INSERT INTO hookgate_logs (log, record)
-           SELECT $1, $2::jsonb
+          `INSERT INTO hookgate_logs (log, record, kind, ref, refs)
+           SELECT $1, $2::json, $6, $7, $8::text[]
            WHERE EXISTS (SELECT 1 FROM hookgate_session_leases WHERE agent_id = $3 AND owner = $4 AND fence = $5 AND expires_at > now() FOR SHARE)`,
-          [sessionLogName(agentId), JSON.stringify(record), agentId, this.hostId, lease.fence])
+          [log, JSON.stringify(record), agentId, this.hostId, lease.fence, keys.kind, keys.ref, keys.refs])
         if (r.rowCount === 1) return
         if (this.owned.get(agentId) === lease) this.lose(agentId)
         throw fencedOut(agentId)
@@ -233,7 +237,7 @@ export class PgSessions implements SessionOwnership {
 async function moveInbox(q: { query: Db['query'] }, logs: readonly string[]): Promise<Inboxed[]> {
   const r = await q.query<Inboxed>(
     `WITH moved AS (DELETE FROM hookgate_session_inbox WHERE log = ANY($1::text[]) RETURNING log, id, record, now, queued_at),
-     logged AS (INSERT INTO hookgate_logs (log, record) SELECT log, record FROM moved ORDER BY queued_at)
+     logged AS (INSERT INTO hookgate_logs (log, record, kind, ref) SELECT log, record, 'event', id FROM moved ORDER BY queued_at)
      SELECT log, id, record, now FROM moved ORDER BY queued_at`, [logs])
   return r.rows
 }

@@ -57,7 +57,7 @@ export async function claimOrphans(q: Queryable, hostId: string, limit: number):
     `SELECT id, fence::text AS fence, row, request FROM hookgate_runs
      WHERE parent_run_id = ANY($1::text[]) AND status NOT IN ('queued', 'running')`, [workflows])).rows.map(runFromDb)
   const isolated = (await q.query<{ record: object }>(
-    "SELECT record FROM hookgate_logs WHERE log = 'isolated' AND record->>'runId' = ANY($1::text[]) ORDER BY seq", [ids])).rows.map((x) => x.record)
+    "SELECT record FROM hookgate_logs WHERE log = 'isolated' AND ref = ANY($1::text[]) ORDER BY seq", [ids])).rows.map((x) => x.record)
   return { claimed, related, isolated }
 }
 
