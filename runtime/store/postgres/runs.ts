@@ -36,7 +36,8 @@ export interface PgRunLogOptions {
 }
 
 type Write =
-  | { kind: 'insert'; row: RunRow }
+  /** the rows of one create or createMany: written together or not at all */
+  | { kind: 'insert'; rows: readonly RunRow[] }
   | { kind: 'update'; row: RunRow; fence: number }
 
 export class PgRunLog implements RunLog {
@@ -52,7 +53,7 @@ export class PgRunLog implements RunLog {
     statements: (batch) => this.statements(batch),
     outcome: (batch, results) => this.outcome(batch, results),
     retry: (w) => w.kind === 'update',
-    inDoubt: (w) => { if (w.kind === 'insert') this.inDoubt.add(w.row.id) },
+    inDoubt: (w) => { if (w.kind === 'insert') for (const row of w.rows) this.inDoubt.add(row.id) },
     before: () => this.releaseInDoubt(),
   }
   /**
@@ -101,7 +102,7 @@ export class PgRunLog implements RunLog {
     } catch (err) {
       return Promise.reject(err)
     }
-    const written = Promise.all(rows.map((row) => this.writes.add(this.lane, { kind: 'insert', row })))
+    const written = this.writes.add(this.lane, { kind: 'insert', rows })
     const done = written.then(() => {
       let finished = 0
       for (const row of rows) {
@@ -292,18 +293,23 @@ export class PgRunLog implements RunLog {
    */
   private statements(batch: readonly Write[]): string[] {
     const out: string[] = []
-    const inserts: RunRow[] = []
+    const inserts: Array<Extract<Write, { kind: 'insert' }>> = []
     const updates: Array<{ row: RunRow; fence: number }> = []
     for (const w of batch) {
-      if (w.kind === 'insert') inserts.push(w.row)
+      if (w.kind === 'insert') inserts.push(w)
       else updates.push(w)
     }
     if (inserts.length > 0) {
       const host = this.options.hostId
-      const keyed = inserts.some((row) => row.idempotency && row.response)
-      const values = inserts.map((row) => {
-        const key = row.idempotency && row.response ? row.idempotency : undefined
-        return `(${rowValues(row, host, 1)}${keyed ? `, ${textLiteral(key?.key)}, ${textLiteral(key?.fingerprint)}, ${jsonLiteral(key ? row.response : null)}` : ''})`
+      const keyed = inserts.some((w) => keyOf(w) !== undefined)
+      // keyed: each row names its create's key (`grp`), so that the rows of a fan-out whose key
+      // another request holds are not written either (one row carries the key and the answer)
+      const values = inserts.flatMap((w) => {
+        const grp = keyOf(w)?.key
+        return w.rows.map((row) => {
+          const key = row.idempotency && row.response ? row.idempotency : undefined
+          return `(${rowValues(row, host, 1)}${keyed ? `, ${textLiteral(key?.key)}, ${textLiteral(key?.fingerprint)}, ${jsonLiteral(key ? row.response : null)}, ${textLiteral(grp)}` : ''})`
+        })
       }).join(',\n')
       if (!keyed) {
         // No Idempotency-Key in the batch (the common case): the plain insert, without the CTEs, which
@@ -315,17 +321,17 @@ export class PgRunLog implements RunLog {
         return this.updateStatement(updates, out)
       }
       const cutoff = new Date(Date.now() - (this.options.keepKeysForMs ?? DEFAULT_KEY_WINDOW_MS)).toISOString()
-      out.push(`WITH t (${RUN_COLUMNS}, key, fingerprint, response) AS (VALUES ${values}),
+      out.push(`WITH t (${RUN_COLUMNS}, key, fingerprint, response, grp) AS (VALUES ${values}),
        k AS (
          INSERT INTO hookgate_idempotency (key, fingerprint, run_id, response, created_at)
          SELECT key, fingerprint, id, response, created_at FROM t WHERE key IS NOT NULL
          ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, run_id = excluded.run_id, response = excluded.response, created_at = excluded.created_at
          WHERE hookgate_idempotency.created_at < ${literal(cutoff)}::timestamptz
-         RETURNING run_id),
+         RETURNING key, run_id),
        i AS (
          INSERT INTO hookgate_runs (${RUN_COLUMNS})
          SELECT ${RUN_COLUMNS}
-         FROM t WHERE key IS NULL OR id IN (SELECT run_id FROM k)
+         FROM t WHERE grp IS NULL OR grp IN (SELECT key FROM k)
          ON CONFLICT (id) DO NOTHING
          RETURNING id)
        SELECT 'key' AS kind, run_id AS id FROM k UNION ALL SELECT 'row', id FROM i`)
@@ -365,11 +371,12 @@ export class PgRunLog implements RunLog {
     for (const w of batch) {
       if (w.kind === 'update') {
         if (!changed.has(w.row.id)) out.set(w, new RunStoreError('fenced_out', `run ${w.row.id} is no longer this runtime's: another took it over`))
-      } else if (w.row.idempotency && w.row.response && !keysWon.has(w.row.id)) {
-        lost.push({ w, key: w.row.idempotency.key, runId: w.row.id })
-      } else if (!written.has(w.row.id)) {
-        out.set(w, new RunStoreError('duplicate_run', `a run with id ${w.row.id} already exists`))
+        continue
       }
+      const holder = w.rows.find((row) => row.idempotency && row.response)
+      const taken = w.rows.find((row) => !written.has(row.id))
+      if (holder && !keysWon.has(holder.id)) lost.push({ w, key: holder.idempotency!.key, runId: holder.id })
+      else if (taken) out.set(w, new RunStoreError('duplicate_run', `a run with id ${taken.id} already exists`))
     }
     if (lost.length > 0) {
       // the holders are committed (a concurrent one was waited for): read after this batch's commit
@@ -399,6 +406,12 @@ export class PgRunLog implements RunLog {
   private serialise<T>(id: string, work: () => Promise<T>): Promise<T> {
     return afterWritesOf(this.inFlight, id, work)
   }
+}
+
+/** The Idempotency-Key a create was made with (its row that keeps the answer), if any. */
+function keyOf(w: Extract<Write, { kind: 'insert' }>): { key: string; fingerprint: string } | undefined {
+  for (const row of w.rows) if (row.idempotency && row.response) return row.idempotency
+  return undefined
 }
 
 /** The columns a run's row is written to, in the order rowValues gives them. */
