@@ -111,8 +111,12 @@ export function isFinalStatus(status: RunStatus): boolean {
 }
 
 export class RunStoreError extends Error {
-  /** duplicate_key: another run holds this Idempotency-Key; fenced_out: another runtime took the run over; store_unavailable: the database cannot be reached */
-  readonly code: 'unknown_run' | 'duplicate_run' | 'duplicate_key' | 'illegal_transition' | 'invalid_run' | 'store_closed' | 'store_unavailable' | 'fenced_out'
+  /**
+   * duplicate_key: another run holds this Idempotency-Key; fenced_out: another runtime took the run
+   * over; store_unavailable: the database cannot be reached; store_refused: the database refused
+   * this write (alone: the other writes of its batch were made)
+   */
+  readonly code: 'unknown_run' | 'duplicate_run' | 'duplicate_key' | 'illegal_transition' | 'invalid_run' | 'store_closed' | 'store_unavailable' | 'store_refused' | 'fenced_out'
   /** duplicate_key: the run that holds the key, as a replay or a 409 needs it */
   readonly holder: { fingerprint: string; response: { status: number; body: Record<string, unknown> } } | undefined
   constructor(code: RunStoreError['code'], message: string, holder?: RunStoreError['holder']) {

@@ -22,14 +22,18 @@ export interface Db extends Queryable {
   close(): Promise<void>
 }
 
-/** Errors that mean the database cannot be reached now (as opposed to a statement it refused). */
+/**
+ * Errors that mean the database cannot take writes now (as opposed to a statement it refused, which
+ * group commit narrows down to the writes it refuses): writes wait for it, or are refused at once.
+ */
 export function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined
   const code = e?.code ?? ''
   // connection-level: refused, reset, gone; 57P01–57P03 admin shutdown / crash / cannot connect now;
-  // 08xxx connection exceptions
+  // 08xxx connection exceptions; 53xxx insufficient resources (a full disk, out of memory, too many
+  // connections): no write of a batch is at fault, and each alone would be refused the same way
   return ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOENT', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(code)
-    || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03'
+    || code.startsWith('08') || code.startsWith('53') || code === '57P01' || code === '57P02' || code === '57P03'
     || /Connection terminated|connection ended|not queryable|Client has encountered a connection error/i.test(e?.message ?? '')
 }
 

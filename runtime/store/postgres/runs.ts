@@ -19,7 +19,7 @@ import {
   type NewRun, type RunChangeListener, type RunLog, type RunNotification, type RunRow, type RunStatus, type StoreHealth, type TransitionExtra,
 } from '../store.js'
 import { RunWatchers, afterWritesOf, trackWrite } from '../watchers.js'
-import { jsonLiteral, literal, textArrayLiteral, textLiteral, type Db, type QueryResult } from './db.js'
+import { isUnavailable, jsonLiteral, literal, textArrayLiteral, textLiteral, type Db, type QueryResult } from './db.js'
 import { PgWriter, type Lane } from './group-commit.js'
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
@@ -379,9 +379,17 @@ export class PgRunLog implements RunLog {
       else if (taken) out.set(w, new RunStoreError('duplicate_run', `a run with id ${taken.id} already exists`))
     }
     if (lost.length > 0) {
-      // the holders are committed (a concurrent one was waited for): read after this batch's commit
-      const held = await this.db.query<{ key: string; fingerprint: string; response: { status: number; body: Record<string, unknown> } }>(
-        'SELECT key, fingerprint, response FROM hookgate_idempotency WHERE key = ANY($1::text[])', [lost.map((l) => l.key)])
+      // the holders are committed (a concurrent one was waited for): read after this batch's commit.
+      // The batch is committed by now: a failure of this read is the lost writes' alone, never a
+      // reason to write the batch again.
+      let held: QueryResult<{ key: string; fingerprint: string; response: { status: number; body: Record<string, unknown> } }>
+      try {
+        held = await this.db.query('SELECT key, fingerprint, response FROM hookgate_idempotency WHERE key = ANY($1::text[])', [lost.map((l) => l.key)])
+      } catch (err) {
+        const failure = isUnavailable(err) ? new RunStoreError('store_unavailable', `the store cannot write right now: cannot reach the database: ${(err as Error).message}`) : err as Error
+        for (const l of lost) out.set(l.w, failure)
+        return out
+      }
       const byKey = new Map(held.rows.map((r) => [r.key, { fingerprint: r.fingerprint, response: r.response }]))
       for (const l of lost) out.set(l.w, new RunStoreError('duplicate_key', `the Idempotency-Key of run ${l.runId} already started another run`, byKey.get(l.key) ?? { fingerprint: '', response: { status: 409, body: {} } }))
     }

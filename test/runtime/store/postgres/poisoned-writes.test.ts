@@ -2,8 +2,11 @@
 // surrogate (\ud800) is valid JSON and the file store keeps it; jsonb refused it, and with it the
 // whole group commit it shared with other senders' requests (500s for them, acknowledged runs left
 // queued or running). Real `hookgate serve` processes, one on a throwaway PostgreSQL and one on the
-// file store, take the same concurrent requests: the poisoned ones are stored and read back
-// exactly, and every request gets the answer the file store gives it; every acknowledged run finishes.
+// file store, take the same concurrent requests:
+// - the poisoned ones are stored and read back exactly, and every request gets the answer the file
+//   store gives it; every acknowledged run finishes;
+// - a write the database refuses (here: a CHECK constraint the test adds, standing for any refusal)
+//   fails alone, never the other writes of its batch.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { hookgateBin } from '../../../helpers/paths.js'
@@ -154,6 +157,37 @@ if (!pg) {
       await fileHistory.close()
       onPg.kill()
       onFile.kill()
+    }
+  })
+
+  /** A runtime on its own database whose run rows refuse `marker`: the database's own refusal, as any could come. */
+  async function refusingRuntime(name: string, marker: string): Promise<{ url: string; server: ServeProcess; history: HistoryReader }> {
+    const url = await pg!.createDatabase(name)
+    const project = await compileProject(CONFIG)
+    const server = await startServe(project, project.stateDir, url)
+    // the schema is there once serve listens; the constraint looks at the row column only (not the request)
+    await pg!.sql(`ALTER TABLE hookgate_runs ADD CONSTRAINT refuses_marker CHECK (strpos(row::text, '${marker}') = 0)`, url)
+    return { url, server, history: openHistory(project.stateDir, url) }
+  }
+
+  poisoned('a write the database refuses fails alone: the clean requests of its batch are all accepted and finish', async () => {
+    const { url, server, history } = await refusingRuntime('refused_insert', 'refuse-this-row')
+    try {
+      // the name is kept in the run's row: those inserts are refused; a message is in the request column
+      const all: Case[] = Array.from({ length: 400 }, (_, i) => i % 20 === 7
+        ? { name: `bad-${i}`, path: '/hooks/agent', body: { message: `m ${i}`, name: 'refuse-this-row', deliver: false }, poison: 'refuse-this-row' }
+        : { name: `ok-${i}`, path: i % 2 ? '/hooks/agent' : '/hooks/wake', body: i % 2 ? { message: `m ${i}`, deliver: false } : { text: `w ${i}` }, poison: null })
+      const replies = await sendAll(server.origin, all, 64)
+      const refused = all.filter((c) => c.poison !== null).map((c) => replies.get(c.name)!.status)
+      assert.ok(refused.every((s) => s === 500), `the refused writes fail: ${refused.join(' ')}`)
+      const clean = all.filter((c) => c.poison === null).filter((c) => replies.get(c.name)!.status >= 300).map((c) => `${c.name}: ${replies.get(c.name)!.status} ${replies.get(c.name)!.text}`)
+      assert.equal(clean, [], `${clean.length} clean requests failed beside the refused ones`)
+      const rows = await finished(history, replies, 60_000)
+      assert.is([...rows.values()].filter((r) => r.status === 'succeeded').length, all.length - 20, 'every clean run succeeded')
+      assert.is(await pg!.sql("SELECT count(*) FROM hookgate_runs WHERE status IN ('queued', 'running')", url), '0', 'nothing left unfinished')
+    } finally {
+      await history.close()
+      server.kill()
     }
   })
 
