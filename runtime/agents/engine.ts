@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto'
 import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
 import { Fifo } from '../fifo.js'
-import { isFinalStatus, type NewRun, type ReceivedRequest, type RecordLog, type RunLog, type RunRow, type Store } from '../store/store.js'
+import { RunStoreError, isFinalStatus, type NewRun, type ReceivedRequest, type RecordLog, type RunLog, type RunRow, type Store } from '../store/store.js'
 import { wrapExternalContent } from '../envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { Notifier } from '../notify/notifier.js'
@@ -437,9 +437,27 @@ export class Engine {
     this.pendingRuns++
     try {
       await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => this.agentTurn(row, req)))
+    } catch (err) {
+      await this.endRefused(row.id, err)
     } finally {
       this.pendingRuns--
     }
+  }
+
+  /**
+   * An acknowledged run is never stranded: a turn or workflow cut short because the store refused
+   * one of its writes (a transcript record, a summary: `store_refused`, only ever alone) ends
+   * failed, saying why, its unfinished steps with it. Anything else (the store closing, another
+   * runtime taking the run over) leaves it to whoever resumes it. Rethrows `err` for the log.
+   */
+  private async endRefused(runId: string, err: unknown): Promise<never> {
+    if (err instanceof RunStoreError && err.code === 'store_refused' && !this.closed) {
+      const error = `interrupted: ${err.message}`
+      for (const step of this.runs.children(runId)) if (!isFinalStatus(step.status)) await this.runs.transition(step.id, 'failed', { error }).catch(() => {})
+      const row = this.runs.get(runId)
+      if (row && !isFinalStatus(row.status)) await this.runs.transition(runId, 'failed', { error }).catch(() => {})
+    }
+    throw err
   }
 
   /** Accepted agent and workflow runs that have not finished yet. */
@@ -537,6 +555,8 @@ export class Engine {
     this.pendingRuns++
     try {
       await this.workflowRunner.run(row, req)
+    } catch (err) {
+      await this.endRefused(row.id, err)
     } finally {
       this.pendingRuns--
     }

@@ -263,16 +263,48 @@ export class PgRunLog implements RunLog {
         this.rows.delete(row.id)
         this.fences.delete(row.id)
       }
+      // An acknowledged run is never stranded: a status change the database refused (not one it
+      // could not be asked: those wait for it) ends the run failed instead, saying why, and the
+      // caller still hears that its change was not made.
+      if (statusChanged && err instanceof RunStoreError && err.code === 'store_refused') await this.failInstead(row, next.status, fence, err)
       throw err
     }
+    this.applied(row.id, next, statusChanged)
+    return next
+  }
+
+  /**
+   * Ends `row` failed because the database refused its change to `wanted`: the row as it was, with
+   * the status and a reason that can be stored; should even that be refused (the row itself is
+   * what it refuses), the row's bare identity with them.
+   */
+  private async failInstead(row: RunRow, wanted: RunStatus, fence: number, cause: Error): Promise<void> {
+    const change: StatusChange = { status: 'failed', at: this.isoNow(), ...cleanExtra({ error: `could not record the run's change to ${wanted}: ${cause.message}` }) }
+    const { definitionKind, definitionId, correlationId, action, createdAt, agentId, parentRunId, stepId, scheduledFor } = row
+    const bare: RunRow = { id: row.id, definitionKind, definitionId, correlationId, action, status: row.status, createdAt, updatedAt: row.updatedAt }
+    for (const [key, value] of Object.entries({ agentId, parentRunId, stepId, scheduledFor })) if (value !== undefined) (bare as unknown as Record<string, unknown>)[key] = value
+    for (const base of [row, bare]) {
+      const failed = withStatus(base, change)
+      try {
+        await this.writes.add(this.lane, { kind: 'update', row: failed, fence })
+      } catch (err) {
+        if (err instanceof RunStoreError && err.code === 'store_refused') continue
+        return
+      }
+      this.applied(row.id, failed, true)
+      return
+    }
+  }
+
+  /** Memory after a committed change: the row as it now is, and who hears of it. */
+  private applied(id: string, next: RunRow, statusChanged: boolean): void {
     // A finished run is never run again: its request stays in the database, not in memory.
     const kept = FINAL_STATUSES.has(next.status) ? withoutRequest(next) : next
-    this.rows.set(row.id, kept)
+    this.rows.set(id, kept)
     if (statusChanged) {
       if (FINAL_STATUSES.has(next.status)) this.countFinished(1)
       this.watchers.changed(next)
     }
-    return next
   }
 
   private releaseInDoubt(): { sql: string; then(): void } | undefined {

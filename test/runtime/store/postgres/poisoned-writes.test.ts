@@ -6,7 +6,8 @@
 // - the poisoned ones are stored and read back exactly, and every request gets the answer the file
 //   store gives it; every acknowledged run finishes;
 // - a write the database refuses (here: a CHECK constraint the test adds, standing for any refusal)
-//   fails alone, never the other writes of its batch.
+//   fails alone, never the other writes of its batch;
+// - an acknowledged run whose status change the database refuses still ends: failed, saying why.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { hookgateBin } from '../../../helpers/paths.js'
@@ -184,6 +185,36 @@ if (!pg) {
       assert.equal(clean, [], `${clean.length} clean requests failed beside the refused ones`)
       const rows = await finished(history, replies, 60_000)
       assert.is([...rows.values()].filter((r) => r.status === 'succeeded').length, all.length - 20, 'every clean run succeeded')
+      assert.is(await pg!.sql("SELECT count(*) FROM hookgate_runs WHERE status IN ('queued', 'running')", url), '0', 'nothing left unfinished')
+    } finally {
+      await history.close()
+      server.kill()
+    }
+  })
+
+  poisoned('an acknowledged run whose final status (or another write of its turn) the database refuses still ends: failed, saying why, and a waiting request hears it', async () => {
+    const { url, server, history } = await refusingRuntime('refused_status', 'refuse-this-reply')
+    try {
+      // the echo model's reply repeats the message: the run's row refuses it once it becomes the
+      // run's result, at its final status change, after the 202 was sent (or, waited, the 200)
+      const acked = await post(server.origin, '/hooks/agent', TOKEN, { message: 'please refuse-this-reply', deliver: false })
+      assert.is(acked.status, 202, acked.text)
+      const waited = await post(server.origin, '/hooks/m-wait', TOKEN, { text: 'also refuse-this-reply' })
+      assert.is(waited.status, 200, waited.text)
+      assert.is(waited.json.status, 'failed', waited.text)
+      assert.match(waited.json.error, /could not record the run's change to succeeded: the database refused the write/)
+      // a write of the turn other than its status: the summary for the main session, refused
+      await pg!.sql("ALTER TABLE hookgate_session_inbox ADD CONSTRAINT refuses_marker CHECK (strpos(record::text, 'refuse-this-summary') = 0)", url)
+      const summary = await post(server.origin, '/hooks/agent', TOKEN, { message: 'please refuse-this-summary', deliver: false })
+      assert.is(summary.status, 202, summary.text)
+      const clean = await post(server.origin, '/hooks/agent', TOKEN, { message: 'a clean one', deliver: false })
+      const rows = await finished(history, new Map([['acked', acked], ['waited', waited], ['summary', summary], ['clean', clean]]), 20_000)
+      const row = rows.get(acked.json.runId)!
+      assert.is(row.status, 'failed')
+      assert.match(row.error ?? '', /could not record the run's change to succeeded/)
+      assert.is(rows.get(summary.json.runId)!.status, 'failed')
+      assert.match(rows.get(summary.json.runId)!.error ?? '', /^interrupted: the database refused the write/)
+      assert.is(rows.get(clean.json.runId)!.status, 'succeeded')
       assert.is(await pg!.sql("SELECT count(*) FROM hookgate_runs WHERE status IN ('queued', 'running')", url), '0', 'nothing left unfinished')
     } finally {
       await history.close()
