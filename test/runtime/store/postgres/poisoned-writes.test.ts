@@ -12,7 +12,8 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { hookgateBin } from '../../../helpers/paths.js'
 import { startPostgres } from '../../../helpers/pg.js'
-import { compileProject, post, setTestToken, spawnServer, until, type Project, type Reply, type ServeProcess } from '../../http/harness.js'
+import { Agent, request } from 'undici'
+import { compileProject, setTestToken, spawnServer, until, type Project, type ServeProcess } from '../../http/harness.js'
 import { openHistory } from '../../../../runtime/store/open.js'
 import type { HistoryReader, RunRow } from '../../../../runtime/store/store.js'
 
@@ -20,13 +21,16 @@ const TOKEN = setTestToken()
 const pg = await startPostgres()
 const poisoned = suite('a poisoned payload on PostgreSQL')
 
+// a waited run answers with its outcome however slow the machine is (not the 202 of a wait that ended first)
 const CONFIG = `
+server:
+  maxWaitSeconds: 300
 hooks:
   enabled: true
   token: "\${HOOKGATE_TEST_TOKEN}"
   mappings:
     - { id: m-agent, match: { path: m-agent }, action: agent, messageTemplate: "{{payload.text}}", deliver: false }
-    - { id: m-wait, match: { path: m-wait }, action: agent, messageTemplate: "{{payload.text}}", deliver: false, waitForCompletion: true }
+    - { id: m-wait, match: { path: m-wait }, action: agent, messageTemplate: "{{payload.text}}", deliver: false, waitForCompletion: true, waitTimeoutSeconds: 300 }
     - { id: m-wake, match: { path: m-wake }, action: wake, textTemplate: "{{payload.text}}" }
 agents:
   - { id: main, default: true, model: builtin/echo, heartbeat: { every: "off" } }
@@ -58,18 +62,41 @@ function cases(n: number, every: number): Case[] {
   return out
 }
 
-/** Every case sent to `origin`, `concurrency` at a time, each answer by case name. */
+interface Reply { status: number; text: string; json: any }
+
+/**
+ * Every case sent to `origin`, `concurrency` at a time on keep-alive connections, each answer by
+ * case name. An answer may take long on a busy machine (a waited run): only a minute without one fails.
+ */
 async function sendAll(origin: string, all: readonly Case[], concurrency: number): Promise<Map<string, Reply>> {
+  const agent = new Agent({ connections: concurrency, headersTimeout: 60_000, bodyTimeout: 60_000 })
   const replies = new Map<string, Reply>()
   let next = 0
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < all.length) {
-      const c = all[next++]!
-      // JSON.stringify writes a NUL and a lone surrogate as escapes: the body is the JSON a sender sends
-      replies.set(c.name, await post(origin, c.path, TOKEN, JSON.stringify(c.body), { 'content-type': 'application/json', ...c.headers }))
-    }
-  }))
+  try {
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (next < all.length) {
+        const c = all[next++]!
+        // JSON.stringify writes a NUL and a lone surrogate as escapes: the body is the JSON a sender sends
+        const res = await request(origin + c.path, {
+          method: 'POST', dispatcher: agent, body: JSON.stringify(c.body),
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...c.headers },
+        })
+        const text = await res.body.text()
+        let json: any
+        try { json = JSON.parse(text) } catch { json = undefined }
+        replies.set(c.name, { status: res.statusCode, text, json })
+      }
+    }))
+  } finally {
+    await agent.close()
+  }
   return replies
+}
+
+/** One POST with the test token, answered within a minute however busy the machine. */
+async function postOne(origin: string, path: string, body: object): Promise<Reply> {
+  const replies = await sendAll(origin, [{ name: 'one', path, body: body as Record<string, unknown>, poison: null }], 1)
+  return replies.get('one')!
 }
 
 /** What two stores' answers must agree on: the status, the error code, and a waited run's outcome. */
@@ -197,17 +224,17 @@ if (!pg) {
     try {
       // the echo model's reply repeats the message: the run's row refuses it once it becomes the
       // run's result, at its final status change, after the 202 was sent (or, waited, the 200)
-      const acked = await post(server.origin, '/hooks/agent', TOKEN, { message: 'please refuse-this-reply', deliver: false })
+      const acked = await postOne(server.origin, '/hooks/agent', { message: 'please refuse-this-reply', deliver: false })
       assert.is(acked.status, 202, acked.text)
-      const waited = await post(server.origin, '/hooks/m-wait', TOKEN, { text: 'also refuse-this-reply' })
+      const waited = await postOne(server.origin, '/hooks/m-wait', { text: 'also refuse-this-reply' })
       assert.is(waited.status, 200, waited.text)
       assert.is(waited.json.status, 'failed', waited.text)
       assert.match(waited.json.error, /could not record the run's change to succeeded: the database refused the write/)
       // a write of the turn other than its status: the summary for the main session, refused
       await pg!.sql("ALTER TABLE hookgate_session_inbox ADD CONSTRAINT refuses_marker CHECK (strpos(record::text, 'refuse-this-summary') = 0)", url)
-      const summary = await post(server.origin, '/hooks/agent', TOKEN, { message: 'please refuse-this-summary', deliver: false })
+      const summary = await postOne(server.origin, '/hooks/agent', { message: 'please refuse-this-summary', deliver: false })
       assert.is(summary.status, 202, summary.text)
-      const clean = await post(server.origin, '/hooks/agent', TOKEN, { message: 'a clean one', deliver: false })
+      const clean = await postOne(server.origin, '/hooks/agent', { message: 'a clean one', deliver: false })
       const rows = await finished(history, new Map([['acked', acked], ['waited', waited], ['summary', summary], ['clean', clean]]), 20_000)
       const row = rows.get(acked.json.runId)!
       assert.is(row.status, 'failed')
