@@ -433,10 +433,12 @@ export class Engine {
   }
 
   private async runAgent(row: RunRow, req: AgentRequest): Promise<void> {
-    // At most `concurrency` isolated turns at once, and one at a time per session key.
+    // At most `concurrency` isolated turns at once, and one at a time per session key: in this
+    // runtime by its lock, and on a store several runtimes share, across them by the key's lease.
     this.pendingRuns++
+    const keys = this.store.sessionKeys
     try {
-      await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => this.agentTurn(row, req)))
+      await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => (keys ? keys.hold(req.sessionKey, row.id, () => this.agentTurn(row, req)) : this.agentTurn(row, req))))
     } catch (err) {
       await this.endRefused(row.id, err)
     } finally {

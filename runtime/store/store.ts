@@ -344,6 +344,19 @@ export interface SessionOwnership<R extends object = object> {
   close(): Promise<void>
 }
 
+/**
+ * Isolated turns under one session key, one at a time across the runtimes sharing a store (one
+ * runtime alone orders them in memory). Absent on a store only one runtime uses.
+ */
+export interface SessionKeyLocks {
+  /**
+   * Runs `task` (run `runId`'s turn) once this runtime holds `sessionKey`, and lets it go after;
+   * held while this runtime lives (a lease it renews): a runtime that dies gives it up within its
+   * lease. Rejects `store_closed` when the store closes first.
+   */
+  hold<T>(sessionKey: string, runId: string, task: () => Promise<T>): Promise<T>
+}
+
 /** Runs another runtime left unfinished, claimed by this one, with their transcript records. */
 export type TakeoverListener = (runs: RunRow[], transcripts: object[]) => void
 
@@ -353,6 +366,8 @@ export interface Store {
   readonly runs: RunLog
   /** several runtimes on one store: who owns each agent's main session */
   readonly sessions?: SessionOwnership
+  /** several runtimes on one store: one isolated turn per session key at a time across them */
+  readonly sessionKeys?: SessionKeyLocks
   /** several runtimes on one store: told of the runs this one takes over from a dead one, to resume them */
   onTakeover?(listener: TakeoverListener): void
   /** several runtimes on one store: per task id, the latest slot any of them fired (the scheduler's catch-up) */

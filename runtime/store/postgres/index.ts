@@ -7,7 +7,8 @@
 // - a runtime whose row in hookgate_hosts expired (or that stopped and removed it) is dead to the
 //   others: every SWEEP they claim its unfinished runs (takeover.ts) and resume them, so a dead
 //   runtime's runs go on within hostTtl + sweep;
-// - each agent's main session has one owner at a time (sessions.ts);
+// - each agent's main session has one owner at a time (sessions.ts), and each session key one
+//   isolated turn at a time (key-leases.ts);
 // - a run's Idempotency-Key and a task slot's run id are unique across all of them (runs.ts).
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
@@ -15,6 +16,7 @@ import type { LockoutCounters, OpenedLog, RefusalRecorder, Store, TakeoverListen
 import { openPool } from './client.js'
 import type { Db } from './db.js'
 import { PgHistory } from './history.js'
+import { PgKeyLeases } from './key-leases.js'
 import { LockoutSharing } from './lockout.js'
 import { PgRecordLog } from './logs.js'
 import { migrate } from './migrate.js'
@@ -57,6 +59,7 @@ export class PgStore implements Store {
   private readonly logs = new Set<{ close(): Promise<void> }>()
   private rejects: PgRejects | undefined
   readonly sessions: PgSessions
+  readonly sessionKeys: PgKeyLeases
   /** one group commit for every write of this runtime: a moment's accepts, status changes, records and events share a transaction */
   private readonly writer: PgWriter
   private readonly renewal: NodeJS.Timeout
@@ -80,6 +83,7 @@ export class PgStore implements Store {
     this.runs = new PgRunLog(db, { hostId, ...(options.keepKeysForMs !== undefined ? { keepKeysForMs: options.keepKeysForMs } : {}), ...(options.retainFinished !== undefined ? { retainFinished: options.retainFinished } : {}) }, this.writer)
     const ttl = options.hostTtlMs ?? DEFAULT_HOST_TTL_MS
     this.sessions = new PgSessions(db, hostId, this.runs, { ttlMs: ttl, ...(options.warn ? { warn: options.warn } : {}) }, this.writer)
+    this.sessionKeys = new PgKeyLeases(db, hostId, ttl, this.writer, options.warn)
     this.renewal = setInterval(() => void this.renew(ttl), Math.max(100, Math.floor(ttl / 3)))
     this.renewal.unref()
     this.sweeper = setInterval(() => {
@@ -208,6 +212,7 @@ export class PgStore implements Store {
     await this.sweeping
     await this.pruning?.catch(() => {})
     await this.sessions.close()
+    await this.sessionKeys.close()
     await this.rejects?.close()
     for (const log of this.logs) await log.close()
     await this.runs.close()

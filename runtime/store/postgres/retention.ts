@@ -2,8 +2,8 @@
 // runs (server.history.keepRuns; unfinished runs always), the transcripts of those runs, each
 // Idempotency-Key for its window, and of each agent's main session the newest SESSION_KEEP_TURNS
 // turns with what came after them, plus every event no turn read and the last route (what a runtime
-// that gains the session reads). Any runtime may prune, in batches, now and then; runtimes pruning
-// at once skip each other's rows.
+// that gains the session reads), and session-key leases until an hour past their end. Any runtime
+// may prune, in batches, now and then; runtimes pruning at once skip each other's rows.
 import type { Queryable } from './db.js'
 
 /** Rows deleted per statement: a prune never holds many locks or a long transaction. */
@@ -55,5 +55,8 @@ export async function pruneOnce(q: Queryable, keepRuns: number, keepKeysForMs: n
          AND NOT EXISTS (SELECT 1 FROM last_route lr WHERE lr.log = l.log AND lr.seq = l.seq)
        LIMIT $2)
      DELETE FROM hookgate_logs l USING doomed d WHERE l.log = d.log AND l.seq = d.seq`, [sessionKeepTurns, BATCH * 5])
+  // a session key's lease whose runtime died and that nobody took since (a key used once)
+  await q.query(`DELETE FROM hookgate_key_leases WHERE key IN (
+    SELECT key FROM hookgate_key_leases WHERE expires_at < now() - interval '1 hour' AND (waiter_until IS NULL OR waiter_until < now()) LIMIT $1 FOR UPDATE SKIP LOCKED)`, [BATCH])
   return { runs: ids.length, keys: keys.rowCount, sessionRecords: sessions.rowCount }
 }

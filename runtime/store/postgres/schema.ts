@@ -190,6 +190,28 @@ ALTER TABLE hookgate_session_inbox ALTER COLUMN record TYPE json USING record::j
 ALTER TABLE hookgate_routes ALTER COLUMN route TYPE json USING route::json;
 `,
   },
+  {
+    version: 5,
+    title: 'several runtimes: one isolated turn per session key at a time, by lease',
+    sql: `
+-- The runtime running an isolated turn under a session key holds the key's lease (its own runtime
+-- orders the turns it has in memory) and renews it while the turn runs; the others wait until it
+-- lets go, or until the lease runs out (a runtime that died). The key is a hash of the session key
+-- (a session key may be long, or hold what a text column cannot). Logged, as the session leases:
+-- a database crash must not hand a key to a second runtime while the first one's turn runs.
+-- A runtime that finds the key held marks itself its waiter (renewed while it waits): the holder
+-- then lets the key go to it instead of taking it again for its own next turn, so that runtimes
+-- take turns on a busy key and none waits for ever.
+CREATE TABLE hookgate_key_leases (
+  key text PRIMARY KEY,
+  owner text NOT NULL,
+  run_id text NOT NULL,
+  expires_at timestamptz NOT NULL,
+  waiter text,
+  waiter_until timestamptz
+);
+`,
+  },
 ]
 
 /** The newest schema version this runtime knows. */
