@@ -7,6 +7,8 @@
 // - a runtime whose row in hookgate_hosts expired (or that stopped and removed it) is dead to the
 //   others: every SWEEP they claim its unfinished runs (takeover.ts) and resume them, so a dead
 //   runtime's runs go on within hostTtl + sweep;
+// - a queued wake of an agent that no runtime has served for STRANDED_WAKE_TTLS × hostTtl (a minute
+//   by default) is claimed by the next sweep and ends failed, saying so: no turn will ever read it;
 // - each agent's main session has one owner at a time (sessions.ts), and each session key one
 //   isolated turn at a time (key-leases.ts);
 // - a run's Idempotency-Key and a task slot's run id are unique across all of them (runs.ts).
@@ -24,7 +26,7 @@ import { PgRejects, REJECTS_LOG } from './rejects.js'
 import { PgRunLog } from './runs.js'
 import { PgWriter } from './group-commit.js'
 import { PgSessions } from './sessions.js'
-import { claimOrphans } from './takeover.js'
+import { claimOrphans, claimStrandedWakes } from './takeover.js'
 import { pruneOnce, type Pruned } from './retention.js'
 import { DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS } from '../rows.js'
 
@@ -32,6 +34,12 @@ import { DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS } from '../rows.js'
 export const DEFAULT_HOST_TTL_MS = 15_000
 /** How often a runtime looks for a dead runtime's runs to take over, default 5 s. */
 export const DEFAULT_SWEEP_MS = 5_000
+/**
+ * A queued wake whose agent's session has had no live owner for this many host leases (and is as
+ * old) is given up: no runtime serves its agent. Longer than a restart, so that a runtime replaced
+ * by a new one with the same agents is not taken for gone.
+ */
+export const STRANDED_WAKE_TTLS = 4
 /** Runs claimed per statement of a sweep (a sweep claims until none are left). */
 const SWEEP_BATCH = 200
 /** How often a runtime prunes the history past server.history.keepRuns (and keys past their window). */
@@ -137,22 +145,42 @@ export class PgStore implements Store {
     }
   }
 
-  /** Claims dead runtimes' unfinished runs, a batch at a time, and hands them to the listener. */
+  /**
+   * Claims dead runtimes' unfinished runs, a batch at a time, and hands them to the listener; then
+   * ends the queued wakes of agents no runtime serves.
+   */
   sweep(): Promise<void> {
     if (this.sweeping || this.closed || !this.takeover) return this.sweeping ?? Promise.resolve()
     this.sweeping = (async () => {
       for (;;) {
         const taken = await this.db.transaction((q) => claimOrphans(q, this.hostId, SWEEP_BATCH))
-        if (taken.claimed.length === 0) return
+        if (taken.claimed.length === 0) break
         const rows = this.runs.adopt(taken.claimed, taken.related)
         this.options.warn?.(`took over ${taken.claimed.length} unfinished run(s) of a runtime that stopped renewing its lease`)
         this.takeover?.(rows, taken.isolated)
-        if (taken.claimed.length < SWEEP_BATCH) return
+        if (taken.claimed.length < SWEEP_BATCH) break
       }
+      await this.endStrandedWakes()
     })().catch((err: Error) => {
       if (!this.closed) this.options.warn?.(`could not look for runs to take over: ${err.message}`)
     }).finally(() => { this.sweeping = undefined })
     return this.sweeping
+  }
+
+  /** The queued wakes no runtime will read (takeover.ts claimStrandedWakes), ended failed. */
+  private async endStrandedWakes(): Promise<void> {
+    const graceMs = STRANDED_WAKE_TTLS * (this.options.hostTtlMs ?? DEFAULT_HOST_TTL_MS)
+    for (;;) {
+      const claimed = await this.db.transaction((q) => claimStrandedWakes(q, this.hostId, this.sessions.served, graceMs, SWEEP_BATCH))
+      if (claimed.length === 0) return
+      this.runs.adopt(claimed)
+      const agents = [...new Set(claimed.map((c) => c.row.agentId ?? '?'))]
+      this.options.warn?.(`ended ${claimed.length} queued wake(s) failed: no runtime has served agent(s) ${agents.join(', ')} for ${graceMs / 1000} s`)
+      await Promise.all(claimed.map((c) => this.runs.transition(c.row.id, 'failed', {
+        error: `no runtime serves agent "${c.row.agentId ?? '?'}": no turn of its main session read this wake within ${graceMs / 1000} s`,
+      }).catch(() => { /* another runtime took it meanwhile, or the store closes: the next sweep */ })))
+      if (claimed.length < SWEEP_BATCH) return
+    }
   }
 
   static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {

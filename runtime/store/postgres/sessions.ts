@@ -76,6 +76,11 @@ export class PgSessions implements SessionOwnership {
     this.tick(this.competeStep)
   }
 
+  /** The agents this runtime competes for (serve). */
+  get served(): readonly string[] {
+    return this.agents
+  }
+
   owns(agentId: string): boolean {
     const lease = this.owned.get(agentId)
     return lease !== undefined && lease.until > Date.now()
@@ -129,9 +134,11 @@ export class PgSessions implements SessionOwnership {
     clearInterval(this.pullTimer)
     await this.busy
     await this.inbox.close()
-    // A runtime that stops cleanly hands its sessions over at once instead of after the lease.
+    // A runtime that stops cleanly hands its sessions over at once instead of after the lease: the
+    // lease ends now (kept, not deleted: when it ended tells the others how long nobody has served
+    // the agent, and its fence goes on from where it was).
     if (this.owned.size > 0) {
-      await this.db.query('DELETE FROM hookgate_session_leases WHERE owner = $1', [this.hostId]).catch(() => {})
+      await this.db.query('UPDATE hookgate_session_leases SET expires_at = now() WHERE owner = $1', [this.hostId]).catch(() => {})
       this.owned.clear()
     }
   }

@@ -5,7 +5,9 @@
 //   it), claimed by whichever live runtime sweeps first, a workflow with its steps, `FOR UPDATE SKIP
 //   LOCKED` so that runtimes sweeping at once split the work instead of waiting on each other;
 // - the queued wakes of an agent whose main session this runtime owns, accepted by any runtime
-//   (see sessions.ts).
+//   (see sessions.ts);
+// - the queued wakes of an agent no live runtime serves (no runtime has held its session for a
+//   grace), which no session owner will ever read: the runtime that claims them ends them failed.
 import type { RunRow } from '../store.js'
 import type { Queryable } from './db.js'
 
@@ -75,4 +77,27 @@ export async function claimWakes(q: Queryable, hostId: string, agentIds: readonl
   return r.rows
     .sort((a, b) => (a.row.createdAt < b.row.createdAt ? -1 : a.row.createdAt > b.row.createdAt ? 1 : 0))
     .map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
+}
+
+/**
+ * Claims up to `limit` queued wakes that no runtime will read: their agent's session has had no
+ * live owner for `graceMs` (its lease ran out, or was let go, that long ago, or it never had one),
+ * they are older than that, and their agent is not one this runtime serves (it is about to own
+ * that session, and reads them then). The claim names the owner and fence each was selected with,
+ * as claimOrphans does.
+ */
+export async function claimStrandedWakes(q: Queryable, hostId: string, served: readonly string[], graceMs: number, limit: number): Promise<Claimed[]> {
+  const r = await q.query<DbRun>(
+    `WITH stranded AS (
+       SELECT id, owner, fence FROM hookgate_runs w
+       WHERE action = 'wake' AND status = 'queued' AND created_at < now() - $3 * interval '1 millisecond'
+         AND NOT (coalesce(agent_id, '') = ANY($2::text[]))
+         AND NOT EXISTS (SELECT 1 FROM hookgate_session_leases l WHERE l.agent_id = w.agent_id AND l.expires_at > now() - $3 * interval '1 millisecond')
+       ORDER BY created_at
+       LIMIT $4
+       FOR UPDATE SKIP LOCKED)
+     UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
+     FROM stranded WHERE r.id = stranded.id AND r.owner = stranded.owner AND r.fence = stranded.fence
+     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, served, graceMs, limit])
+  return r.rows.map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
 }
