@@ -23,6 +23,8 @@ import { isUnavailable, jsonLiteral, literal, textArrayLiteral, textLiteral, typ
 import { PgWriter, type Lane } from './group-commit.js'
 
 export const DEFAULT_RETAIN_FINISHED = 10_000
+/** How often a run waited for here and run by another runtime is looked for in the database. */
+export const REMOTE_POLL_MS = 250
 
 export interface PgRunLogOptions {
   /** this runtime's id: the owner of the runs it accepts */
@@ -65,6 +67,9 @@ export class PgRunLog implements RunLog {
    */
   private readonly inDoubt = new Set<string>()
   private readonly writes: PgWriter
+  /** runs waited for here that another runtime runs (whenFinished), and the timer that looks for them */
+  private readonly elsewhere = new Set<string>()
+  private pollElsewhere: NodeJS.Timeout | undefined
   private closing = false
   private finished = 0
   private readonly isoNow: () => string
@@ -153,8 +158,16 @@ export class PgRunLog implements RunLog {
     })
   }
 
+  /**
+   * The row once it is final, whichever runtime runs it: a run this runtime does not hold (a wake
+   * whose session another runtime owns, a run another took over) is looked for in the database
+   * every REMOTE_POLL_MS while someone waits for it, so a wait has the same answer on every runtime.
+   */
   whenFinished(id: string, timeoutMs: number): Promise<RunRow | null> {
-    return this.watchers.whenFinished(id, this.rows.get(id), timeoutMs, this.closing)
+    const row = this.rows.get(id)
+    const wait = this.watchers.whenFinished(id, row, timeoutMs, this.closing)
+    if (row === undefined && !this.inFlight.has(id) && timeoutMs > 0 && !this.closing) this.watchElsewhere(id)
+    return wait
   }
 
   subscribe(listener: RunChangeListener): () => void {
@@ -237,14 +250,36 @@ export class PgRunLog implements RunLog {
     if (!row || this.inFlight.has(id)) return
     this.rows.delete(id)
     this.fences.delete(id)
+    if (this.watchers.waitedFor(id)) this.watchElsewhere(id)
   }
 
   get health(): StoreHealth {
     return this.writes.health
   }
 
+  /** Looks for run `id` in the database (with every other run waited for elsewhere) until it is final or nobody waits. */
+  private watchElsewhere(id: string): void {
+    this.elsewhere.add(id)
+    this.pollElsewhere ??= setTimeout(() => void this.lookElsewhere(), REMOTE_POLL_MS).unref()
+  }
+
+  private async lookElsewhere(): Promise<void> {
+    for (const id of this.elsewhere) if (!this.watchers.waitedFor(id) || this.rows.has(id)) this.elsewhere.delete(id)
+    if (this.elsewhere.size > 0 && !this.closing) {
+      try {
+        const r = await this.db.query<{ row: RunRow }>(`SELECT row FROM hookgate_runs WHERE id = ANY($1::text[]) AND status NOT IN ('queued', 'running')`, [[...this.elsewhere]])
+        for (const { row } of r.rows) {
+          this.elsewhere.delete(row.id)
+          this.watchers.finishedElsewhere(row)
+        }
+      } catch { /* the database is away: the next look */ }
+    }
+    this.pollElsewhere = this.elsewhere.size > 0 && !this.closing ? setTimeout(() => void this.lookElsewhere(), REMOTE_POLL_MS).unref() : undefined
+  }
+
   async close(): Promise<void> {
     this.closing = true
+    if (this.pollElsewhere) clearTimeout(this.pollElsewhere)
     await this.writes.close()
     this.watchers.close()
   }
@@ -262,6 +297,7 @@ export class PgRunLog implements RunLog {
       if (err instanceof RunStoreError && err.code === 'fenced_out' && this.fences.get(row.id) === fence) {
         this.rows.delete(row.id)
         this.fences.delete(row.id)
+        if (this.watchers.waitedFor(row.id)) this.watchElsewhere(row.id)
       }
       // An acknowledged run is never stranded: a status change the database refused (not one it
       // could not be asked: those wait for it) ends the run failed instead, saying why, and the
