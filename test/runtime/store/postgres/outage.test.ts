@@ -69,7 +69,8 @@ if (!pg) {
     const b = new PgRunLog(db, { hostId: 'host-b' })
     const told = await rejectionOf(a.create(newRun('run-a', 'order-1')))
     assert.ok(told instanceof RunStoreError && told.code === 'store_unavailable', 'the caller was told it failed')
-    assert.is(await pg.sql("SELECT owner FROM hookgate_runs WHERE id = 'run-a'", url), 'host-a', 'but it is committed')
+    // (host A may have given it up already: its next commit, a probe, comes within 50 ms)
+    assert.ok(['host-a', ''].includes(await pg.sql("SELECT coalesce((SELECT owner FROM hookgate_runs WHERE id = 'run-a'), 'missing')", url)), 'but it is committed')
     // the caller's retry on host B is answered with run-a (a replay): someone must run run-a
     const retry = await rejectionOf(b.create(newRun('run-b', 'order-1')))
     assert.ok(retry instanceof RunStoreError && retry.code === 'duplicate_key' && retry.holder?.response.body.runId === 'run-a', String(retry))
