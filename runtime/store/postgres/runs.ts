@@ -67,6 +67,8 @@ export class PgRunLog implements RunLog {
    */
   private readonly inDoubt = new Set<string>()
   private readonly writes: PgWriter
+  /** wakes accepted here and released (release), with when: until their session's owner claims them */
+  private readonly released = new Map<string, number>()
   /** runs waited for here that another runtime runs (whenFinished), and the timer that looks for them */
   private readonly elsewhere = new Set<string>()
   private pollElsewhere: NodeJS.Timeout | undefined
@@ -111,8 +113,12 @@ export class PgRunLog implements RunLog {
     const done = written.then(() => {
       let finished = 0
       for (const row of rows) {
-        this.fences.set(row.id, 1)
-        this.remember(row)
+        // claimed (a wake, by the owner of its session: this runtime) before this answer came: the
+        // claim's fence and row stand
+        if (!this.fences.has(row.id)) {
+          this.fences.set(row.id, 1)
+          this.remember(row)
+        }
         if (FINAL_STATUSES.has(row.status)) finished++
         this.watchers.changed(row)
       }
@@ -247,10 +253,32 @@ export class PgRunLog implements RunLog {
    */
   release(id: string): void {
     const row = this.rows.get(id)
-    if (!row || this.inFlight.has(id)) return
+    // a run claimed here since it was accepted (its fence moved on) is this runtime's to run
+    if (!row || this.inFlight.has(id) || (this.fences.get(id) ?? 1) > 1) return
     this.rows.delete(id)
     this.fences.delete(id)
+    if (row.action === 'wake') this.released.set(id, Date.now())
     if (this.watchers.waitedFor(id)) this.watchElsewhere(id)
+  }
+
+  /**
+   * Wakes this runtime accepted and released (it did not count itself their session's owner)
+   * within the last `withinMs`, the older ones forgotten. The owner claims others' wakes; these
+   * are still this runtime's in the table, and it may own their session after all (its own view
+   * of its lease ran out early on a busy machine while the lease held): its pulls claim them too.
+   */
+  releasedWakes(withinMs: number): string[] {
+    const since = Date.now() - withinMs
+    for (const [id, at] of this.released) {
+      if (at >= since) break
+      this.released.delete(id)
+    }
+    return [...this.released.keys()]
+  }
+
+  /** Released wakes that were claimed (by this runtime or another): nothing left to look for. */
+  forgetReleased(ids: readonly string[]): void {
+    for (const id of ids) this.released.delete(id)
   }
 
   get health(): StoreHealth {

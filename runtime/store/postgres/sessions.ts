@@ -13,7 +13,7 @@ import { isUnavailable, jsonLiteral, literal, type Db } from './db.js'
 import { recordKeys } from './logs.js'
 import { PgWriter, type Lane } from './group-commit.js'
 import type { PgRunLog } from './runs.js'
-import { claimWakes } from './takeover.js'
+import { claimReleased, claimWakes } from './takeover.js'
 
 /** How often an owner pulls what other runtimes queued for its sessions. */
 export const SESSION_POLL_MS = 500
@@ -213,14 +213,21 @@ export class PgSessions implements SessionOwnership {
     if (agents.length === 0) return
     const logs = new Map(agents.map((a) => [sessionLogName(a), a]))
     const fresh = agents.filter((a) => this.fresh.has(a))
-    const { moved, wakes } = await this.db.transaction(async (q) => ({
+    // and the wakes this runtime released (it did not count itself the owner when it accepted them)
+    const released = this.runs.releasedWakes(this.options.ttlMs * 2)
+    const { moved, wakes, gone } = await this.db.transaction(async (q) => ({
       moved: await moveInbox(q, [...logs.keys()]),
       wakes: [
         ...await claimWakes(q, this.hostId, agents.filter((a) => !this.fresh.has(a))),
         ...await claimWakes(q, this.hostId, fresh, true, this.runs.queuedWakes(fresh)),
+        ...await claimReleased(q, this.hostId, agents.filter((a) => !this.fresh.has(a)), released),
       ],
+      // released wakes another runtime claimed since, or that were read: none to look for again
+      gone: released.length === 0 ? [] : (await q.query<{ id: string }>(
+        "SELECT id FROM unnest($1::text[]) AS r(id) WHERE NOT EXISTS (SELECT 1 FROM hookgate_runs w WHERE w.id = r.id AND w.owner = $2 AND w.status = 'queued')", [released, this.hostId])).rows.map((r) => r.id),
     }))
     for (const a of fresh) this.fresh.delete(a)
+    this.runs.forgetReleased([...gone, ...wakes.map((w) => w.row.id)])
     if (moved.length === 0 && wakes.length === 0) return
     this.runs.adopt(wakes)
     for (const agentId of agents) {

@@ -80,6 +80,21 @@ export async function claimWakes(q: Queryable, hostId: string, agentIds: readonl
 }
 
 /**
+ * Claims the wakes of `ids` (this runtime's, released when it accepted them) that are still queued
+ * and this runtime's, of `agentIds` (whose sessions it owns now).
+ */
+export async function claimReleased(q: Queryable, hostId: string, agentIds: readonly string[], ids: readonly string[]): Promise<Claimed[]> {
+  if (agentIds.length === 0 || ids.length === 0) return []
+  const r = await q.query<DbRun>(
+    `UPDATE hookgate_runs AS r SET fence = r.fence + 1
+     WHERE r.id = ANY($3::text[]) AND r.action = 'wake' AND r.status = 'queued' AND r.owner = $1 AND r.agent_id = ANY($2::text[])
+     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, agentIds, ids])
+  return r.rows
+    .sort((a, b) => (a.row.createdAt < b.row.createdAt ? -1 : a.row.createdAt > b.row.createdAt ? 1 : 0))
+    .map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
+}
+
+/**
  * Claims up to `limit` queued wakes that no runtime will read: their agent's session has had no
  * live owner for `graceMs` (its lease ran out, or was let go, that long ago, or it never had one),
  * they are older than that, and their agent is not one this runtime serves (it is about to own
