@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto'
 import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
 import type { AgentAction } from '../mapping.js'
 import { Fifo } from '../fifo.js'
-import { isFinalStatus, type NewRun, type ReceivedRequest, type RecordLog, type RunLog, type RunRow, type Store } from '../store/store.js'
+import { RunStoreError, isFinalStatus, type NewRun, type ReceivedRequest, type RecordLog, type RunLog, type RunRow, type Store } from '../store/store.js'
 import { wrapExternalContent } from '../envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { Notifier } from '../notify/notifier.js'
@@ -473,14 +473,34 @@ export class Engine {
 
   /** `release`: takes the run's weight off the backlog (a resumed run, weighed here, has none yet). */
   private async runAgent(row: RunRow, req: AgentRequest, release = this.holdBytes(heldBytes([req]) + PENDING_AGENT_RUN_BYTES, 1)): Promise<void> {
-    // At most `concurrency` isolated turns at once, and one at a time per session key.
+    // At most `concurrency` isolated turns at once, and one at a time per session key: in this
+    // runtime by its lock, and on a store several runtimes share, across them by the key's lease.
     this.pendingRuns++
+    const keys = this.store.sessionKeys
     try {
-      await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => this.agentTurn(row, req)))
+      await this.slots.run(() => this.sessionLocks.run(req.sessionKey, () => (keys ? keys.hold(req.sessionKey, row.id, () => this.agentTurn(row, req)) : this.agentTurn(row, req))))
+    } catch (err) {
+      await this.endRefused(row.id, err)
     } finally {
       this.pendingRuns--
       release()
     }
+  }
+
+  /**
+   * An acknowledged run is never stranded: a turn or workflow cut short because the store refused
+   * one of its writes (a transcript record, a summary: `store_refused`, only ever alone) ends
+   * failed, saying why, its unfinished steps with it. Anything else (the store closing, another
+   * runtime taking the run over) leaves it to whoever resumes it. Rethrows `err` for the log.
+   */
+  private async endRefused(runId: string, err: unknown): Promise<never> {
+    if (err instanceof RunStoreError && err.code === 'store_refused' && !this.closed) {
+      const error = `interrupted: ${err.message}`
+      for (const step of this.runs.children(runId)) if (!isFinalStatus(step.status)) await this.runs.transition(step.id, 'failed', { error }).catch(() => {})
+      const row = this.runs.get(runId)
+      if (row && !isFinalStatus(row.status)) await this.runs.transition(runId, 'failed', { error }).catch(() => {})
+    }
+    throw err
   }
 
   /** Accepted agent and workflow runs that have not finished yet. */
@@ -596,6 +616,8 @@ export class Engine {
     this.pendingRuns++
     try {
       await this.workflowRunner.run(row, req)
+    } catch (err) {
+      await this.endRefused(row.id, err)
     } finally {
       this.pendingRuns--
       release()

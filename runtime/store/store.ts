@@ -117,8 +117,12 @@ export function isFinalStatus(status: RunStatus): boolean {
 }
 
 export class RunStoreError extends Error {
-  /** duplicate_key: another run holds this Idempotency-Key; fenced_out: another runtime took the run over; store_unavailable: the database cannot be reached */
-  readonly code: 'unknown_run' | 'duplicate_run' | 'duplicate_key' | 'illegal_transition' | 'invalid_run' | 'store_closed' | 'store_unavailable' | 'fenced_out'
+  /**
+   * duplicate_key: another run holds this Idempotency-Key; fenced_out: another runtime took the run
+   * over; store_unavailable: the database cannot be reached; store_refused: the database refused
+   * this write (alone: the other writes of its batch were made)
+   */
+  readonly code: 'unknown_run' | 'duplicate_run' | 'duplicate_key' | 'illegal_transition' | 'invalid_run' | 'store_closed' | 'store_unavailable' | 'store_refused' | 'fenced_out'
   /** duplicate_key: the run that holds the key, as a replay or a 409 needs it */
   readonly holder: { fingerprint: string; response: { status: number; body: Record<string, unknown> } } | undefined
   constructor(code: RunStoreError['code'], message: string, holder?: RunStoreError['holder']) {
@@ -352,6 +356,19 @@ export interface SessionOwnership<R extends object = object> {
   close(): Promise<void>
 }
 
+/**
+ * Isolated turns under one session key, one at a time across the runtimes sharing a store (one
+ * runtime alone orders them in memory). Absent on a store only one runtime uses.
+ */
+export interface SessionKeyLocks {
+  /**
+   * Runs `task` (run `runId`'s turn) once this runtime holds `sessionKey`, and lets it go after;
+   * held while this runtime lives (a lease it renews): a runtime that dies gives it up within its
+   * lease. Rejects `store_closed` when the store closes first.
+   */
+  hold<T>(sessionKey: string, runId: string, task: () => Promise<T>): Promise<T>
+}
+
 /** Runs another runtime left unfinished, claimed by this one, with their transcript records. */
 export type TakeoverListener = (runs: RunRow[], transcripts: object[]) => void
 
@@ -361,6 +378,8 @@ export interface Store {
   readonly runs: RunLog
   /** several runtimes on one store: who owns each agent's main session */
   readonly sessions?: SessionOwnership
+  /** several runtimes on one store: one isolated turn per session key at a time across them */
+  readonly sessionKeys?: SessionKeyLocks
   /** several runtimes on one store: told of the runs this one takes over from a dead one, to resume them */
   onTakeover?(listener: TakeoverListener): void
   /** several runtimes on one store: per task id, the latest slot any of them fired (the scheduler's catch-up) */

@@ -41,6 +41,20 @@ export class RunWatchers {
     })
   }
 
+  /** Whether anyone waits for run `id` to finish. */
+  waitedFor(id: string): boolean {
+    return this.finishing.has(id)
+  }
+
+  /**
+   * A run another runtime ran, found final: ends the waits on it, and tells no subscriber (their
+   * business is the runs of this runtime).
+   */
+  finishedElsewhere(row: RunRow): void {
+    const waiting = FINAL_STATUSES.has(row.status) ? this.finishing.get(row.id) : undefined
+    if (waiting) for (const w of [...waiting]) w(row)
+  }
+
   /** The store closes: every wait ends with null. */
   close(): void {
     for (const waiting of [...this.finishing.values()]) for (const w of [...waiting]) w(null)

@@ -1,14 +1,18 @@
-// Slowloris against the body timeout (bodyTimeoutSeconds 0.5 here): a chunked body that never
+// Slowloris against the body timeout (bodyTimeoutSeconds 2 here): a chunked body that never
 // ends, and 100 connections at once each dripping one body byte per 100 ms. Every one of them gets
-// 408 body_timeout within the timeout (plus scheduling slack) and is closed, while valid requests
-// sent during the attack keep answering 200.
+// 408 body_timeout, not before the timeout, and is closed (a server without the timeout would
+// hold them until the test gives up), while valid requests sent during the attack keep answering
+// 200 before the slow connections are let go. Decided by the order of events, not by how many
+// milliseconds a busy machine took.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { head, RawClient, setTestToken, within } from '../runtime/http/harness.js'
 import { assertContractError, assertStillServing, sleep, startTarget, stopTarget, validWake, type Target } from './target.js'
 
 const TOKEN = setTestToken()
-const TIMEOUT_MS = 500
+const TIMEOUT_MS = 2000
+/** how long an answer may take on a busy machine before the test calls it missing */
+const SLACK_MS = 10_000
 
 const CONFIG = `
 server:
@@ -35,11 +39,11 @@ slow('a chunked body that never ends is 408 body_timeout within the body timeout
     // keep the chunks coming, each one well-formed, none of them the last
     const drip = setInterval(() => { client.write('1\r\n \r\n').catch(() => {}) }, 50)
     try {
-      const reply = await client.response(TIMEOUT_MS + 2000)
+      const reply = await client.response(TIMEOUT_MS + SLACK_MS)
       const ms = performance.now() - started
       assertContractError(reply, 408, 'body_timeout')
-      assert.ok(ms >= TIMEOUT_MS - 50 && ms < TIMEOUT_MS + 1000, `408 came after ${Math.round(ms)} ms (timeout ${TIMEOUT_MS} ms)`)
-      assert.ok(await within(client.closed.then(() => true), 2000, false), 'the connection stays open after 408')
+      assert.ok(ms >= TIMEOUT_MS - 50, `408 came after ${Math.round(ms)} ms, before the timeout (${TIMEOUT_MS} ms)`)
+      assert.ok(await within(client.closed.then(() => true), SLACK_MS, false), 'the connection stays open after 408')
     } finally {
       clearInterval(drip)
     }
@@ -59,27 +63,25 @@ slow('100 slow connections at once, each dripping a byte per 100 ms, all get 408
       clients.push(client)
       await client.write(head('POST', i % 2 === 0 ? '/hooks/wake' : '/hooks/agent', { ...AUTH, 'content-length': '1000' }))
     }
-    const started = performance.now()
     const drips = clients.map(async (client) => {
-      for (let n = 0; n < 40 && dripping && !client.answered; n++) {
+      for (let n = 0; n < 80 && dripping && !client.answered; n++) {
         await client.write(' ').catch(() => {})
         await sleep(100)
       }
     })
-    // meanwhile: valid requests, one after another, each must answer 200 quickly
-    const latencies: number[] = []
-    while (performance.now() - started < TIMEOUT_MS + 300) {
-      const reply = await validWake(t)
-      latencies.push(reply.ms)
+    // meanwhile: valid requests, one after another, each answered 200 while (at least half of)
+    // the slow connections are still held open
+    const held = () => clients.filter((c) => !c.answered).length
+    let whileHeld = 0
+    while (whileHeld < 3 && held() > 0) {
+      await validWake(t)
+      if (held() >= COUNT / 2) whileHeld++
     }
-    const replies = await Promise.all(clients.map((c) => c.response(TIMEOUT_MS + 3000)))
-    const ms = performance.now() - started
+    assert.ok(whileHeld >= 3, `only ${whileHeld} valid requests were answered while the slow connections were held open`)
+    const replies = await Promise.all(clients.map((c) => c.response(TIMEOUT_MS + SLACK_MS)))
     for (const reply of replies) assertContractError(reply, 408, 'body_timeout')
-    assert.ok(ms < TIMEOUT_MS + 2000, `all 100 answered only after ${Math.round(ms)} ms`)
-    const closed = await Promise.all(clients.map((c) => within(c.closed.then(() => true), 2000, false)))
+    const closed = await Promise.all(clients.map((c) => within(c.closed.then(() => true), SLACK_MS, false)))
     assert.is(closed.filter(Boolean).length, COUNT, 'some slow connections stay open after 408')
-    assert.ok(latencies.length >= 3, `only ${latencies.length} valid requests went through during the attack`)
-    assert.ok(Math.max(...latencies) < 1000, `a valid request took ${Math.round(Math.max(...latencies))} ms during the attack`)
     dripping = false
     await Promise.all(drips)
   } finally {

@@ -44,8 +44,7 @@ if (!pg) {
     const runIds = new Set(outcomes.map((o) => o.body.runId))
     assert.is(runIds.size, 1, `one run for one key, got ${[...runIds].join(', ')}`)
     // The same body (runId, correlationId, sessionKey…) to every caller; only the replay header
-    // (idempotent-replayed: true) tells the first answer from the others. The same JSON, not the
-    // same bytes: a replay another host read from the database has jsonb's key order.
+    // (idempotent-replayed: true) tells the first answer from the others.
     for (const o of outcomes) assert.equal(o.body, outcomes[0]!.body, `host ${o.host} answered differently`)
     const fresh = outcomes.filter((o) => o.headers['idempotent-replayed'] !== 'true')
     assert.ok(fresh.length <= 1, `${fresh.length} answers say they started the run`)

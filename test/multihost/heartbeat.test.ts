@@ -72,7 +72,12 @@ if (!pg) {
     assert.equal(new Set(acks.map((a) => a.host)).size, 3, 'every runtime took wakes')
     const ids = acks.map((a) => a.runId)
     const count = async (status: string) => (await db!.query<{ n: string }>('SELECT count(*)::text AS n FROM hookgate_runs WHERE id = ANY($1::text[]) AND status = ANY($2::text[])', [ids, status.split(',')])).rows[0]!.n
-    await until('every wake to be settled', async () => (await count('queued,running') === '0' ? true : undefined), 30_000, 250)
+    await until('every wake to be settled', async () => (await count('queued,running') === '0' ? true : undefined), 60_000, 250).catch(async (err: Error) => {
+      // who holds what is left, and who owns the sessions: what a stuck wake needs to be understood
+      const left = await db!.query('SELECT owner, agent_id, status, count(*)::int AS n FROM hookgate_runs WHERE id = ANY($1::text[]) AND status IN (\'queued\', \'running\') GROUP BY 1, 2, 3', [ids])
+      const leases = await db!.query('SELECT agent_id, owner, fence, expires_at > now() AS live FROM hookgate_session_leases')
+      throw new Error(`${err.message}: left ${JSON.stringify(left.rows)}, leases ${JSON.stringify(leases.rows)}\n${hosts!.stderr().slice(-3000)}`)
+    })
     assert.is(await count('succeeded'), String(WAKES), 'every wake succeeded')
 
     for (const agent of ['a1', 'a2']) {
@@ -90,7 +95,12 @@ if (!pg) {
       assert.is(wakesOfAgent.rows.length, WAKES / 2)
       const notOnce = wakesOfAgent.rows.filter((r) => read.get(`event:${r.id}`) !== 1).map((r) => `${r.id}: ${read.get(`event:${r.id}`) ?? 0}`)
       assert.equal(notOnce, [], `agent ${agent}: wakes not read by exactly one committed turn`)
-      assert.is(committed.rows.length, turns.length, `agent ${agent}: every model call was a committed turn (${turns.length} calls)`)
+      // every model call was a committed turn, but for a turn under way when its runtime lost the
+      // session (a lease not renewed in time on a busy machine): the fence refuses it and the new
+      // owner reads its events again (above), so at most one per change of owner (the fence counts them)
+      const changes = Number((await db!.query<{ fence: string }>('SELECT fence::text AS fence FROM hookgate_session_leases WHERE agent_id = $1', [agent])).rows[0]?.fence ?? 1) - 1
+      assert.ok(committed.rows.length <= turns.length && turns.length - committed.rows.length <= changes,
+        `agent ${agent}: ${turns.length} model calls, ${committed.rows.length} committed turns, ${changes} changes of owner`)
     }
   })
 
@@ -123,7 +133,7 @@ if (!pg) {
     await sleep(1500)
     const calls = turnsOf(fake!, 'a1').filter((t) => t.text.includes('the paused turn'))
     assert.is(calls.length, 2, 'the paused owner and the new one each called the model')
-    const committed = await pg.sql(`SELECT count(*) FROM hookgate_logs WHERE log = 'a1/main' AND record->>'type' = 'turn' AND record->'events' ? 'event:${runId}'`, url)
+    const committed = await pg.sql(`SELECT count(*) FROM hookgate_logs WHERE log = 'a1/main' AND record->>'type' = 'turn' AND record::jsonb->'events' ? 'event:${runId}'`, url)
     assert.is(committed, '1', 'exactly one turn that read the wake was committed')
     assert.is(await pg.sql(`SELECT status FROM hookgate_runs WHERE id = '${runId}'`, url), 'succeeded')
     // and the resumed runtime still serves

@@ -95,7 +95,7 @@ if (!pg) {
     const keys = await pg.sql('SELECT key, run_id FROM hookgate_idempotency', url)
     const holder = new Map(keys.split('\n').filter(Boolean).map((line) => line.split('|') as [string, string]))
     for (const [key, runId] of acked) assert.is(holder.get(key), runId, `the run that holds key ${key}`)
-    assert.is(await pg.sql("SELECT count(*) FROM (SELECT row->'idempotency'->>'key' FROM hookgate_runs WHERE row ? 'idempotency' GROUP BY 1 HAVING count(*) > 1) AS twice", url), '0', 'a key with two runs')
+    assert.is(await pg.sql("SELECT count(*) FROM (SELECT row->'idempotency'->>'key' FROM hookgate_runs WHERE row::jsonb ? 'idempotency' GROUP BY 1 HAVING count(*) > 1) AS twice", url), '0', 'a key with two runs')
 
     // Every ack is a committed run, and it finishes.
     await until(`every acknowledged run to succeed within ${SETTLE_WITHIN_MS} ms`, async () => {

@@ -2,8 +2,13 @@
 // commit is in flight wait, and go together in the next one (one transaction, a multi-row
 // statement per kind). While the database cannot be reached, `health` says why; each write says
 // whether it waits for the database to come back (`retry`) or is refused at once.
+//
+// No write's failure fails another write of its batch: a batch the database refuses (for any
+// reason but being out of reach) is split in halves, each committed on its own, until the writes
+// it refuses are alone; only those fail, the others commit (a poisoned write among n costs about
+// 2·log2(n) more commits).
 import { RunStoreError, type StoreHealth } from '../store.js'
-import { isUnavailable, type Db, type QueryResult } from './db.js'
+import { isUnavailable, storableText, type Db, type QueryResult } from './db.js'
 
 const RETRY_FIRST_MS = 50
 const RETRY_MAX_MS = 2000
@@ -12,6 +17,8 @@ export interface Pending<W> { write: W; resolve(): void; reject(err: Error): voi
 
 export class GroupCommit<W> {
   private queue: Pending<W>[] = []
+  /** parts of a batch the database refused, each to be committed on its own, in order */
+  private readonly split: Pending<W>[][] = []
   private flushing: Promise<void> | null = null
   private trouble: { since: number; reason: string } | null = null
   private closing = false
@@ -47,14 +54,14 @@ export class GroupCommit<W> {
   /** Waits for everything queued; from now on an outage refuses what waits instead of retrying it. */
   async close(): Promise<void> {
     this.closing = true
-    while (this.flushing || this.queue.length > 0) {
+    while (this.flushing || this.queue.length > 0 || this.split.length > 0) {
       if (this.flushing) await this.flushing
       else this.schedule()
     }
   }
 
   private schedule(): void {
-    if (this.flushing || this.queue.length === 0) return
+    if (this.flushing || (this.queue.length === 0 && this.split.length === 0)) return
     this.flushing = this.loop().finally(() => {
       this.flushing = null
       // a write added after the loop saw an empty queue, but before this ran, found it still
@@ -69,10 +76,14 @@ export class GroupCommit<W> {
     // on the same schedule: without it a runtime that refuses new runs (and so queues nothing) would
     // never find out that the database is back, and refuse them for ever.
     let probe = false
-    while (this.queue.length > 0 || probe) {
+    while (this.queue.length > 0 || this.split.length > 0 || probe) {
       probe = false
-      const batch = this.queue
-      this.queue = []
+      // the halves of a refused batch first, each alone; else everything queued meanwhile
+      let batch = this.split.shift()
+      if (!batch) {
+        batch = this.queue
+        this.queue = []
+      }
       let refused: Map<W, Error>
       try {
         refused = await this.commit(batch.map((p) => p.write))
@@ -80,9 +91,14 @@ export class GroupCommit<W> {
         delay = RETRY_FIRST_MS
       } catch (err) {
         if (!isUnavailable(err)) {
-          // a statement the database refused: every write of the batch fails with it
-          const failure = err instanceof Error ? err : new Error(String(err))
-          for (const p of batch) p.reject(failure)
+          // A statement the database refused: nothing of the batch was written. One write alone is
+          // the one it refuses; more are split until they are.
+          if (batch.length === 1) {
+            batch[0]!.reject(new RunStoreError('store_refused', `the database refused the write: ${storableText(err instanceof Error ? err.message : String(err))}`))
+          } else if (batch.length > 1) {
+            const half = Math.ceil(batch.length / 2)
+            this.split.unshift(batch.slice(0, half), batch.slice(half))
+          }
           continue
         }
         this.trouble ??= { since: Date.now(), reason: `cannot reach the database: ${(err as Error).message}` }
@@ -95,6 +111,8 @@ export class GroupCommit<W> {
             p.reject(this.refusal!)
           } else waiting.push(p)
         }
+        // what waits for the database goes together again once it is back (split or not)
+        for (const part of this.split.splice(0)) waiting.push(...part)
         if (this.closing && waiting.length === 0) continue
         this.queue = waiting.concat(this.queue)
         probe = true

@@ -7,7 +7,10 @@
 // - a runtime whose row in hookgate_hosts expired (or that stopped and removed it) is dead to the
 //   others: every SWEEP they claim its unfinished runs (takeover.ts) and resume them, so a dead
 //   runtime's runs go on within hostTtl + sweep;
-// - each agent's main session has one owner at a time (sessions.ts);
+// - a queued wake of an agent that no runtime has served for STRANDED_WAKE_TTLS × hostTtl (a minute
+//   by default) is claimed by the next sweep and ends failed, saying so: no turn will ever read it;
+// - each agent's main session has one owner at a time (sessions.ts), and each session key one
+//   isolated turn at a time (key-leases.ts);
 // - a run's Idempotency-Key and a task slot's run id are unique across all of them (runs.ts).
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
@@ -15,6 +18,7 @@ import type { LockoutCounters, OpenedLog, RefusalRecorder, Store, TakeoverListen
 import { openPool } from './client.js'
 import type { Db } from './db.js'
 import { PgHistory } from './history.js'
+import { PgKeyLeases } from './key-leases.js'
 import { LockoutSharing } from './lockout.js'
 import { PgRecordLog } from './logs.js'
 import { migrate } from './migrate.js'
@@ -22,7 +26,7 @@ import { PgRejects, REJECTS_LOG } from './rejects.js'
 import { PgRunLog } from './runs.js'
 import { PgWriter } from './group-commit.js'
 import { PgSessions } from './sessions.js'
-import { claimOrphans } from './takeover.js'
+import { claimOrphans, claimStrandedWakes } from './takeover.js'
 import { pruneOnce, type Pruned } from './retention.js'
 import { DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS } from '../rows.js'
 
@@ -30,6 +34,12 @@ import { DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS } from '../rows.js'
 export const DEFAULT_HOST_TTL_MS = 15_000
 /** How often a runtime looks for a dead runtime's runs to take over, default 5 s. */
 export const DEFAULT_SWEEP_MS = 5_000
+/**
+ * A queued wake whose agent's session has had no live owner for this many host leases (and is as
+ * old) is given up: no runtime serves its agent. Longer than a restart, so that a runtime replaced
+ * by a new one with the same agents is not taken for gone.
+ */
+export const STRANDED_WAKE_TTLS = 4
 /** Runs claimed per statement of a sweep (a sweep claims until none are left). */
 const SWEEP_BATCH = 200
 /** How often a runtime prunes the history past server.history.keepRuns (and keys past their window). */
@@ -57,6 +67,7 @@ export class PgStore implements Store {
   private readonly logs = new Set<{ close(): Promise<void> }>()
   private rejects: PgRejects | undefined
   readonly sessions: PgSessions
+  readonly sessionKeys: PgKeyLeases
   /** one group commit for every write of this runtime: a moment's accepts, status changes, records and events share a transaction */
   private readonly writer: PgWriter
   private readonly renewal: NodeJS.Timeout
@@ -80,6 +91,7 @@ export class PgStore implements Store {
     this.runs = new PgRunLog(db, { hostId, ...(options.keepKeysForMs !== undefined ? { keepKeysForMs: options.keepKeysForMs } : {}), ...(options.retainFinished !== undefined ? { retainFinished: options.retainFinished } : {}) }, this.writer)
     const ttl = options.hostTtlMs ?? DEFAULT_HOST_TTL_MS
     this.sessions = new PgSessions(db, hostId, this.runs, { ttlMs: ttl, ...(options.warn ? { warn: options.warn } : {}) }, this.writer)
+    this.sessionKeys = new PgKeyLeases(db, hostId, ttl, this.writer, options.warn)
     this.renewal = setInterval(() => void this.renew(ttl), Math.max(100, Math.floor(ttl / 3)))
     this.renewal.unref()
     this.sweeper = setInterval(() => {
@@ -109,8 +121,8 @@ export class PgStore implements Store {
 
   async lastFiredSlots(): Promise<Map<string, number>> {
     const r = await this.db.query<{ id: string; at: string }>(
-      `SELECT definition_id AS id, max(row->>'scheduledFor') AS at FROM hookgate_runs
-       WHERE definition_kind = 'task' AND row ? 'scheduledFor' GROUP BY definition_id`)
+      `SELECT definition_id AS id, max(scheduled_for) AS at FROM hookgate_runs
+       WHERE definition_kind = 'task' AND scheduled_for IS NOT NULL GROUP BY definition_id`)
     return new Map(r.rows.map((x) => [x.id, Date.parse(x.at)] as [string, number]).filter(([, at]) => Number.isFinite(at)))
   }
 
@@ -133,22 +145,42 @@ export class PgStore implements Store {
     }
   }
 
-  /** Claims dead runtimes' unfinished runs, a batch at a time, and hands them to the listener. */
+  /**
+   * Claims dead runtimes' unfinished runs, a batch at a time, and hands them to the listener; then
+   * ends the queued wakes of agents no runtime serves.
+   */
   sweep(): Promise<void> {
     if (this.sweeping || this.closed || !this.takeover) return this.sweeping ?? Promise.resolve()
     this.sweeping = (async () => {
       for (;;) {
         const taken = await this.db.transaction((q) => claimOrphans(q, this.hostId, SWEEP_BATCH))
-        if (taken.claimed.length === 0) return
+        if (taken.claimed.length === 0) break
         const rows = this.runs.adopt(taken.claimed, taken.related)
         this.options.warn?.(`took over ${taken.claimed.length} unfinished run(s) of a runtime that stopped renewing its lease`)
         this.takeover?.(rows, taken.isolated)
-        if (taken.claimed.length < SWEEP_BATCH) return
+        if (taken.claimed.length < SWEEP_BATCH) break
       }
+      await this.endStrandedWakes()
     })().catch((err: Error) => {
       if (!this.closed) this.options.warn?.(`could not look for runs to take over: ${err.message}`)
     }).finally(() => { this.sweeping = undefined })
     return this.sweeping
+  }
+
+  /** The queued wakes no runtime will read (takeover.ts claimStrandedWakes), ended failed. */
+  private async endStrandedWakes(): Promise<void> {
+    const graceMs = STRANDED_WAKE_TTLS * (this.options.hostTtlMs ?? DEFAULT_HOST_TTL_MS)
+    for (;;) {
+      const claimed = await this.db.transaction((q) => claimStrandedWakes(q, this.hostId, this.sessions.served, graceMs, SWEEP_BATCH))
+      if (claimed.length === 0) return
+      this.runs.adopt(claimed)
+      const agents = [...new Set(claimed.map((c) => c.row.agentId ?? '?'))]
+      this.options.warn?.(`ended ${claimed.length} queued wake(s) failed: no runtime has served agent(s) ${agents.join(', ')} for ${graceMs / 1000} s`)
+      await Promise.all(claimed.map((c) => this.runs.transition(c.row.id, 'failed', {
+        error: `no runtime serves agent "${c.row.agentId ?? '?'}": no turn of its main session read this wake within ${graceMs / 1000} s`,
+      }).catch(() => { /* another runtime took it meanwhile, or the store closes: the next sweep */ })))
+      if (claimed.length < SWEEP_BATCH) return
+    }
   }
 
   static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
@@ -208,6 +240,7 @@ export class PgStore implements Store {
     await this.sweeping
     await this.pruning?.catch(() => {})
     await this.sessions.close()
+    await this.sessionKeys.close()
     await this.rejects?.close()
     for (const log of this.logs) await log.close()
     await this.runs.close()

@@ -3,14 +3,14 @@
 // database is out of reach they wait for it (a turn's record is not dropped because it restarted).
 import type { RecordLog, StoreHealth } from '../store.js'
 import { RunStoreError } from '../store.js'
-import { jsonLiteral, literal, type Db, type Queryable } from './db.js'
+import { jsonLiteral, literal, storableText, textArrayLiteral, textLiteral, type Db, type Queryable } from './db.js'
 import { PgWriter, type Lane } from './group-commit.js'
 
 export class PgRecordLog<R extends object> implements RecordLog<R> {
   private readonly writes: PgWriter
   /** every append waits out an outage: a turn's record is not dropped because the database restarted */
   private readonly lane: Lane<readonly R[]> = {
-    statements: (batch) => [insertStatement(this.name, batch.flat())],
+    statements: (batch) => [insertStatement(this.name, batch.flat() as object[])],
     outcome: () => new Map(),
     retry: () => true,
   }
@@ -44,7 +44,31 @@ export class PgRecordLog<R extends object> implements RecordLog<R> {
 }
 
 /** The statement appending `records` to `name` in their order (its values in the text, for a batch). */
-function insertStatement(name: string, records: readonly unknown[]): string {
-  return `INSERT INTO hookgate_logs (log, record)
-     SELECT ${literal(name)}, e.value FROM jsonb_array_elements(${jsonLiteral(records)}) WITH ORDINALITY AS e(value, n) ORDER BY e.n`
+function insertStatement(name: string, records: readonly object[]): string {
+  const values = records.map((record, n) => {
+    const keys = recordKeys(name, record)
+    return `(${n}, ${jsonLiteral(record)}, ${textLiteral(keys.kind)}, ${textLiteral(keys.ref)}, ${keys.refs ? textArrayLiteral(keys.refs) : 'NULL::text[]'})`
+  })
+  return `INSERT INTO hookgate_logs (log, record, kind, ref, refs)
+     SELECT ${literal(name)}, record, kind, ref, refs FROM (VALUES ${values.join(',\n')}) AS v(n, record, kind, ref, refs) ORDER BY n`
+}
+
+/**
+ * What queries select a record by, written beside it (nothing reads inside the json record, see
+ * db.ts): its type; its reference (an isolated record's run, which takeover and pruning look for,
+ * or a session record's id); a turn's events (pruning keeps the events no turn read). The runtime
+ * makes these ids; a value that could not be a text column (a NUL, a lone surrogate) is left out.
+ */
+export function recordKeys(log: string, record: object): { kind: string | null; ref: string | null; refs: string[] | null } {
+  const r = record as { type?: unknown; runId?: unknown; id?: unknown; events?: unknown }
+  const kind = plainText(r.type)
+  return {
+    kind,
+    ref: plainText(log === 'isolated' ? r.runId : r.id),
+    refs: kind === 'turn' && Array.isArray(r.events) ? r.events.map(plainText).filter((x): x is string => x !== null) : null,
+  }
+}
+
+function plainText(v: unknown): string | null {
+  return typeof v === 'string' && storableText(v) === v ? v : null
 }

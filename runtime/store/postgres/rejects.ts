@@ -36,7 +36,7 @@ export class PgRejects extends RefusalBuckets {
     await this.db.transaction(async (q) => {
       await q.query(
         `INSERT INTO hookgate_logs (log, record)
-         SELECT $1, e.value FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, n) ORDER BY e.n`,
+         SELECT $1, e.value FROM json_array_elements($2::json) WITH ORDINALITY AS e(value, n) ORDER BY e.n`,
         [REJECTS_LOG, JSON.stringify(records)])
       if (++this.writes % TRIM_EVERY === 0) {
         await q.query(

@@ -157,6 +157,63 @@ DROP INDEX hookgate_runs_correlation;
 CREATE INDEX hookgate_auth_failures_locked ON hookgate_auth_failures (locked_until) WHERE locked_until IS NOT NULL;
 `,
   },
+  {
+    version: 4,
+    title: 'what requests, models and transforms produce is kept as json (as sent: a \\u0000 or a lone surrogate included); what queries select by gets columns of its own',
+    sql: `
+-- jsonb refuses \\u0000 and unpaired surrogate escapes, which JSON allows and the file store keeps:
+-- one such payload failed the whole commit it shared with other senders' writes. json keeps the
+-- text as it was given (checking only its syntax), so a value round-trips exactly. No query may
+-- look inside these columns (every json function de-escapes, and fails on \\u0000): what queries
+-- select by is copied into columns beside them, written by the runtime with the record.
+ALTER TABLE hookgate_runs ADD COLUMN scheduled_for text;
+UPDATE hookgate_runs SET scheduled_for = row->>'scheduledFor' WHERE row ? 'scheduledFor';
+-- A fan-out's runs share the request they came from, kept by one of them (receivedIn names it).
+ALTER TABLE hookgate_runs ADD COLUMN received_in text;
+ALTER TABLE hookgate_runs
+  ALTER COLUMN row TYPE json USING row::json,
+  ALTER COLUMN request TYPE json USING request::json,
+  ALTER COLUMN received TYPE json USING received::json;
+ALTER TABLE hookgate_idempotency ALTER COLUMN response TYPE json USING response::json;
+
+-- A record's type, its reference (an isolated record's run, a session record's id) and a turn's
+-- events: what takeover and pruning select by.
+ALTER TABLE hookgate_logs ADD COLUMN kind text, ADD COLUMN ref text, ADD COLUMN refs text[];
+UPDATE hookgate_logs SET
+  kind = record->>'type',
+  ref = CASE WHEN log = 'isolated' THEN record->>'runId' ELSE record->>'id' END,
+  refs = CASE WHEN record->>'type' = 'turn' AND jsonb_typeof(record->'events') = 'array'
+    THEN ARRAY(SELECT jsonb_array_elements_text(record->'events')) END;
+DROP INDEX hookgate_logs_isolated_run;
+ALTER TABLE hookgate_logs ALTER COLUMN record TYPE json USING record::json;
+CREATE INDEX hookgate_logs_isolated_run ON hookgate_logs (ref) WHERE log = 'isolated';
+
+ALTER TABLE hookgate_session_inbox ALTER COLUMN record TYPE json USING record::json;
+ALTER TABLE hookgate_routes ALTER COLUMN route TYPE json USING route::json;
+`,
+  },
+  {
+    version: 5,
+    title: 'several runtimes: one isolated turn per session key at a time, by lease',
+    sql: `
+-- The runtime running an isolated turn under a session key holds the key's lease (its own runtime
+-- orders the turns it has in memory) and renews it while the turn runs; the others wait until it
+-- lets go, or until the lease runs out (a runtime that died). The key is a hash of the session key
+-- (a session key may be long, or hold what a text column cannot). Logged, as the session leases:
+-- a database crash must not hand a key to a second runtime while the first one's turn runs.
+-- A runtime that finds the key held marks itself its waiter (renewed while it waits): the holder
+-- then lets the key go to it instead of taking it again for its own next turn, so that runtimes
+-- take turns on a busy key and none waits for ever.
+CREATE TABLE hookgate_key_leases (
+  key text PRIMARY KEY,
+  owner text NOT NULL,
+  run_id text NOT NULL,
+  expires_at timestamptz NOT NULL,
+  waiter text,
+  waiter_until timestamptz
+);
+`,
+  },
 ]
 
 /** The newest schema version this runtime knows. */

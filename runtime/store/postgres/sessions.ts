@@ -9,10 +9,11 @@
 // No session-level advisory lock and no LISTEN: both break behind pgbouncer in transaction mode.
 // Polling bounds the delay of an event queued on another runtime to about POLL_MS.
 import { RunStoreError, sessionLogName, type SessionHandler, type SessionOwnership, type StoreHealth } from '../store.js'
-import { isUnavailable, jsonLiteral, type Db } from './db.js'
+import { isUnavailable, jsonLiteral, literal, type Db } from './db.js'
+import { recordKeys } from './logs.js'
 import { PgWriter, type Lane } from './group-commit.js'
 import type { PgRunLog } from './runs.js'
-import { claimWakes } from './takeover.js'
+import { claimReleased, claimWakes } from './takeover.js'
 
 /** How often an owner pulls what other runtimes queued for its sessions. */
 export const SESSION_POLL_MS = 500
@@ -37,14 +38,15 @@ export class PgSessions implements SessionOwnership {
   private readonly routes = new Map<string, string>()
   private readonly routeLane: Lane<{ agent_id: string; route: object; at: string }> = {
     statements: (batch) => [`INSERT INTO hookgate_routes AS r (agent_id, route, at)
-       SELECT DISTINCT ON (agent_id) agent_id, route, at FROM jsonb_to_recordset(${jsonLiteral(batch)}) AS t(agent_id text, route jsonb, at timestamptz) ORDER BY agent_id, at DESC
+       SELECT DISTINCT ON (agent_id) agent_id, route, at FROM (VALUES ${batch.map((w) => `(${literal(w.agent_id)}::text, ${jsonLiteral(w.route)}, ${literal(w.at)}::timestamptz)`).join(',\n')}) AS t(agent_id, route, at)
+       ORDER BY agent_id, at DESC
        ON CONFLICT (agent_id) DO UPDATE SET route = excluded.route, at = excluded.at WHERE r.at <= excluded.at`],
     outcome: () => new Map(),
     retry: () => true,
   }
   private readonly inboxLane: Lane<Inboxed> = {
     statements: (batch) => [`INSERT INTO hookgate_session_inbox (log, id, record, now)
-       SELECT log, id, record, now FROM jsonb_to_recordset(${jsonLiteral(batch)}) AS t(log text, id text, record jsonb, now boolean)
+       VALUES ${batch.map((w) => `(${literal(w.log)}, ${literal(w.id)}, ${jsonLiteral(w.record)}, ${w.now})`).join(',\n')}
        ON CONFLICT (log, id) DO NOTHING`],
     outcome: () => new Map(),
     retry: () => true,
@@ -74,6 +76,11 @@ export class PgSessions implements SessionOwnership {
     this.tick(this.competeStep)
   }
 
+  /** The agents this runtime competes for (serve). */
+  get served(): readonly string[] {
+    return this.agents
+  }
+
   owns(agentId: string): boolean {
     const lease = this.owned.get(agentId)
     return lease !== undefined && lease.until > Date.now()
@@ -89,15 +96,17 @@ export class PgSessions implements SessionOwnership {
   async commitTurn(agentId: string, record: object): Promise<void> {
     const lease = this.owned.get(agentId)
     if (!lease) throw fencedOut(agentId)
+    const log = sessionLogName(agentId)
     let delay = 50
     for (;;) {
       try {
         // FOR SHARE: a runtime taking the lease over waits for this commit, and then reads it.
+        const keys = recordKeys(log, record)
         const r = await this.db.query(
-          `INSERT INTO hookgate_logs (log, record)
-           SELECT $1, $2::jsonb
+          `INSERT INTO hookgate_logs (log, record, kind, ref, refs)
+           SELECT $1, $2::json, $6, $7, $8::text[]
            WHERE EXISTS (SELECT 1 FROM hookgate_session_leases WHERE agent_id = $3 AND owner = $4 AND fence = $5 AND expires_at > now() FOR SHARE)`,
-          [sessionLogName(agentId), JSON.stringify(record), agentId, this.hostId, lease.fence])
+          [log, JSON.stringify(record), agentId, this.hostId, lease.fence, keys.kind, keys.ref, keys.refs])
         if (r.rowCount === 1) return
         if (this.owned.get(agentId) === lease) this.lose(agentId)
         throw fencedOut(agentId)
@@ -125,9 +134,11 @@ export class PgSessions implements SessionOwnership {
     clearInterval(this.pullTimer)
     await this.busy
     await this.inbox.close()
-    // A runtime that stops cleanly hands its sessions over at once instead of after the lease.
+    // A runtime that stops cleanly hands its sessions over at once instead of after the lease: the
+    // lease ends now (kept, not deleted: when it ended tells the others how long nobody has served
+    // the agent, and its fence goes on from where it was).
     if (this.owned.size > 0) {
-      await this.db.query('DELETE FROM hookgate_session_leases WHERE owner = $1', [this.hostId]).catch(() => {})
+      await this.db.query('UPDATE hookgate_session_leases SET expires_at = now() WHERE owner = $1', [this.hostId]).catch(() => {})
       this.owned.clear()
     }
   }
@@ -202,14 +213,21 @@ export class PgSessions implements SessionOwnership {
     if (agents.length === 0) return
     const logs = new Map(agents.map((a) => [sessionLogName(a), a]))
     const fresh = agents.filter((a) => this.fresh.has(a))
-    const { moved, wakes } = await this.db.transaction(async (q) => ({
+    // and the wakes this runtime released (it did not count itself the owner when it accepted them)
+    const released = this.runs.releasedWakes(this.options.ttlMs * 2)
+    const { moved, wakes, gone } = await this.db.transaction(async (q) => ({
       moved: await moveInbox(q, [...logs.keys()]),
       wakes: [
         ...await claimWakes(q, this.hostId, agents.filter((a) => !this.fresh.has(a))),
         ...await claimWakes(q, this.hostId, fresh, true, this.runs.queuedWakes(fresh)),
+        ...await claimReleased(q, this.hostId, agents.filter((a) => !this.fresh.has(a)), released),
       ],
+      // released wakes another runtime claimed since, or that were read: none to look for again
+      gone: released.length === 0 ? [] : (await q.query<{ id: string }>(
+        "SELECT id FROM unnest($1::text[]) AS r(id) WHERE NOT EXISTS (SELECT 1 FROM hookgate_runs w WHERE w.id = r.id AND w.owner = $2 AND w.status = 'queued')", [released, this.hostId])).rows.map((r) => r.id),
     }))
     for (const a of fresh) this.fresh.delete(a)
+    this.runs.forgetReleased([...gone, ...wakes.map((w) => w.row.id)])
     if (moved.length === 0 && wakes.length === 0) return
     this.runs.adopt(wakes)
     for (const agentId of agents) {
@@ -233,7 +251,7 @@ export class PgSessions implements SessionOwnership {
 async function moveInbox(q: { query: Db['query'] }, logs: readonly string[]): Promise<Inboxed[]> {
   const r = await q.query<Inboxed>(
     `WITH moved AS (DELETE FROM hookgate_session_inbox WHERE log = ANY($1::text[]) RETURNING log, id, record, now, queued_at),
-     logged AS (INSERT INTO hookgate_logs (log, record) SELECT log, record FROM moved ORDER BY queued_at)
+     logged AS (INSERT INTO hookgate_logs (log, record, kind, ref) SELECT log, record, 'event', id FROM moved ORDER BY queued_at)
      SELECT log, id, record, now FROM moved ORDER BY queued_at`, [logs])
   return r.rows
 }

@@ -5,7 +5,9 @@
 //   it), claimed by whichever live runtime sweeps first, a workflow with its steps, `FOR UPDATE SKIP
 //   LOCKED` so that runtimes sweeping at once split the work instead of waiting on each other;
 // - the queued wakes of an agent whose main session this runtime owns, accepted by any runtime
-//   (see sessions.ts).
+//   (see sessions.ts);
+// - the queued wakes of an agent no live runtime serves (no runtime has held its session for a
+//   grace), which no session owner will ever read: the runtime that claims them ends them failed.
 import type { RunRow } from '../store.js'
 import type { Queryable } from './db.js'
 
@@ -57,7 +59,7 @@ export async function claimOrphans(q: Queryable, hostId: string, limit: number):
     `SELECT id, fence::text AS fence, row, request FROM hookgate_runs
      WHERE parent_run_id = ANY($1::text[]) AND status NOT IN ('queued', 'running')`, [workflows])).rows.map(runFromDb)
   const isolated = (await q.query<{ record: object }>(
-    "SELECT record FROM hookgate_logs WHERE log = 'isolated' AND record->>'runId' = ANY($1::text[]) ORDER BY seq", [ids])).rows.map((x) => x.record)
+    "SELECT record FROM hookgate_logs WHERE log = 'isolated' AND ref = ANY($1::text[]) ORDER BY seq", [ids])).rows.map((x) => x.record)
   return { claimed, related, isolated }
 }
 
@@ -75,4 +77,42 @@ export async function claimWakes(q: Queryable, hostId: string, agentIds: readonl
   return r.rows
     .sort((a, b) => (a.row.createdAt < b.row.createdAt ? -1 : a.row.createdAt > b.row.createdAt ? 1 : 0))
     .map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
+}
+
+/**
+ * Claims the wakes of `ids` (this runtime's, released when it accepted them) that are still queued
+ * and this runtime's, of `agentIds` (whose sessions it owns now).
+ */
+export async function claimReleased(q: Queryable, hostId: string, agentIds: readonly string[], ids: readonly string[]): Promise<Claimed[]> {
+  if (agentIds.length === 0 || ids.length === 0) return []
+  const r = await q.query<DbRun>(
+    `UPDATE hookgate_runs AS r SET fence = r.fence + 1
+     WHERE r.id = ANY($3::text[]) AND r.action = 'wake' AND r.status = 'queued' AND r.owner = $1 AND r.agent_id = ANY($2::text[])
+     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, agentIds, ids])
+  return r.rows
+    .sort((a, b) => (a.row.createdAt < b.row.createdAt ? -1 : a.row.createdAt > b.row.createdAt ? 1 : 0))
+    .map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
+}
+
+/**
+ * Claims up to `limit` queued wakes that no runtime will read: their agent's session has had no
+ * live owner for `graceMs` (its lease ran out, or was let go, that long ago, or it never had one),
+ * they are older than that, and their agent is not one this runtime serves (it is about to own
+ * that session, and reads them then). The claim names the owner and fence each was selected with,
+ * as claimOrphans does.
+ */
+export async function claimStrandedWakes(q: Queryable, hostId: string, served: readonly string[], graceMs: number, limit: number): Promise<Claimed[]> {
+  const r = await q.query<DbRun>(
+    `WITH stranded AS (
+       SELECT id, owner, fence FROM hookgate_runs w
+       WHERE action = 'wake' AND status = 'queued' AND created_at < now() - $3 * interval '1 millisecond'
+         AND NOT (coalesce(agent_id, '') = ANY($2::text[]))
+         AND NOT EXISTS (SELECT 1 FROM hookgate_session_leases l WHERE l.agent_id = w.agent_id AND l.expires_at > now() - $3 * interval '1 millisecond')
+       ORDER BY created_at
+       LIMIT $4
+       FOR UPDATE SKIP LOCKED)
+     UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
+     FROM stranded WHERE r.id = stranded.id AND r.owner = stranded.owner AND r.fence = stranded.fence
+     RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, served, graceMs, limit])
+  return r.rows.map((x) => ({ row: runFromDb(x), fence: Number(x.fence) }))
 }

@@ -100,6 +100,17 @@ if (!pg) {
     assert.is((await db.query<{ run_id: string }>("SELECT run_id FROM hookgate_idempotency WHERE key = 'order-42'")).rows[0]!.run_id, 'k-c')
   })
 
+  runs('a fan-out whose Idempotency-Key another runtime holds writes none of its runs (they would be left queued, run by nobody)', async () => {
+    const { db, a, b } = await open('fanout_keys')
+    // a fan-out request's rows: the first keeps the key and the answer, the others name nothing
+    const fanOut = (prefix: string) => ['1', '2', '3'].map((n) => newRun(`${prefix}-${n}`, n === '1' ? { idempotency: { key: 'batch-7', fingerprint: 'f1' }, response: { status: 202, body: { ok: true, runIds: [] } } } : {}))
+    const results = await Promise.allSettled([a.createMany(fanOut('fa')), b.createMany(fanOut('fb'))])
+    const codes = results.map((o) => (o.status === 'fulfilled' ? 'runs' : (o.reason as RunStoreError).code)).sort()
+    assert.equal(codes, ['duplicate_key', 'runs'])
+    const ids = (await db.query<{ id: string }>('SELECT id FROM hookgate_runs ORDER BY id')).rows.map((r) => r.id)
+    assert.ok(ids.join() === 'fa-1,fa-2,fa-3' || ids.join() === 'fb-1,fb-2,fb-3', `one request's runs, all of them: ${ids.join()}`)
+  })
+
   runs('status changes and notes are committed under the runtime\'s fence; whenFinished and subscribers hear of the final one', async () => {
     const { db, a } = await open('status')
     await a.create(newRun('s1'))

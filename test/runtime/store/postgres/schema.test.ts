@@ -83,6 +83,33 @@ if (!pg) {
     assert.is(await schemaVersion(db), SCHEMA_VERSION + 1)
   })
 
+  schema('a database written before the json columns (version 3) keeps its runs and records through migration 4, their new columns filled', async () => {
+    const db = await pool(await pg.createDatabase('before_json'))
+    await db.transaction(async (q) => {
+      for (const m of MIGRATIONS.filter((x) => x.version <= 3)) {
+        await q.query(m.sql)
+        await q.query('INSERT INTO hookgate_schema (version) VALUES ($1)', [m.version])
+      }
+    })
+    // rows as version 3 wrote them (jsonb)
+    await db.query(`INSERT INTO hookgate_runs (id, status, action, definition_kind, definition_id, correlation_id, created_at, updated_at, owner, row, request)
+      VALUES ('t-1', 'succeeded', 'agent', 'task', 'nightly', 'c', now(), now(), 'h', '{"id":"t-1","scheduledFor":"2026-11-20T00:00:00.000Z"}', '{"message":"m"}')`)
+    await db.query(`INSERT INTO hookgate_logs (log, record) VALUES
+      ('isolated', '{"type":"isolated","runId":"t-1","reply":"r"}'),
+      ('main/main', '{"type":"event","id":"event:w-1","runId":"w-1","text":"x"}'),
+      ('main/main', '{"type":"turn","id":"turn:event:w-1","events":["event:w-1","summary:t-1"],"reply":"ok"}')`)
+    const plan = await migrate(db)
+    assert.equal(plan.migrations.map((m) => m.version), MIGRATIONS.filter((x) => x.version > 3).map((x) => x.version))
+    const run = (await db.query<{ scheduled_for: string; row: { scheduledFor: string }; request: unknown }>("SELECT scheduled_for, row, request FROM hookgate_runs WHERE id = 't-1'")).rows[0]!
+    assert.equal(run, { scheduled_for: '2026-11-20T00:00:00.000Z', row: { id: 't-1', scheduledFor: '2026-11-20T00:00:00.000Z' }, request: { message: 'm' } })
+    const records = await db.query<{ kind: string; ref: string; refs: string[] | null }>('SELECT kind, ref, refs FROM hookgate_logs ORDER BY seq')
+    assert.equal(records.rows, [
+      { kind: 'isolated', ref: 't-1', refs: null },
+      { kind: 'event', ref: 'event:w-1', refs: null },
+      { kind: 'turn', ref: 'turn:event:w-1', refs: ['event:w-1', 'summary:t-1'] },
+    ])
+  })
+
   crash('queries in flight when the server stops with -m immediate reject (unavailable), none hangs, and the pool recovers after the restart', async () => {
     const url = await pg.createDatabase('crash')
     const db = await pool(url)

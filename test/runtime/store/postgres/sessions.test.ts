@@ -105,6 +105,29 @@ if (!pg) {
     }
   })
 
+  // Seen under load (two CPU-bound processes beside three runtimes): one wake of 2,000 stayed queued,
+  // owned by the session's owner, which had released it (its own view of its lease ran out a
+  // moment early, so it left the wake for "the owner" to claim, and the owner claims only others').
+  sessions('a wake its session\'s owner released (counting itself not the owner for a moment) is still pulled by it', async () => {
+    const url = await pg.createDatabase('released_own')
+    const a = await PgStore.open(url, { hostTtlMs: 3000 })
+    try {
+      const ha = listener()
+      a.sessions.serve(['main'], ha)
+      await until('a to own the session', () => (a.sessions.owns('main') ? true : undefined), 3000)
+      // what the engine does with a wake it accepts while it does not count itself the owner
+      const wake = await a.runs.create({ id: 'w-own', definitionKind: 'hook', definitionId: 'wake', correlationId: 'c', action: 'wake', agentId: 'main', request: { text: 'mine', external: true, source: 'hook', now: true } })
+      a.runs.release(wake.id)
+      assert.is(a.runs.get('w-own'), undefined, 'released')
+      await until('a to pull its own released wake', () => (ha.heard.pulled.some((p) => p.wakes.some((w) => w.id === 'w-own')) ? true : undefined), 5000)
+      assert.is(a.runs.get('w-own')?.status, 'queued', 'a holds it again, under the claim\'s fence')
+      await a.runs.settle(['w-own'], 'succeeded')
+      assert.is(await pg.sql("SELECT status FROM hookgate_runs WHERE id = 'w-own'", url), 'succeeded')
+    } finally {
+      await a.close()
+    }
+  })
+
   sessions('a delivery route set on one runtime reaches the others (channel: last)', async () => {
     const url = await pg.createDatabase('routes')
     const a = await PgStore.open(url, { hostTtlMs: 3000 })

@@ -10,6 +10,7 @@ import { startPostgres } from '../../../helpers/pg.js'
 import { newRun, testPool } from './fixture.js'
 import type { Db } from '../../../../runtime/store/postgres/db.js'
 import { migrate } from '../../../../runtime/store/postgres/migrate.js'
+import { PgRecordLog } from '../../../../runtime/store/postgres/logs.js'
 import { PgRunLog } from '../../../../runtime/store/postgres/runs.js'
 import { PgStore } from '../../../../runtime/store/postgres/index.js'
 import { claimOrphans, claimWakes } from '../../../../runtime/store/postgres/takeover.js'
@@ -55,7 +56,9 @@ if (!pg) {
     await dead.create(newRun('wake-1', { action: 'wake', request: { text: 'hi', external: true, source: 'hook' } }))
     await dead.create(newRun('finished', { status: 'succeeded' }))
     await live.create(newRun('live-1'))
-    await db.query("INSERT INTO hookgate_logs (log, record) VALUES ('isolated', $1), ('isolated', $2)", [JSON.stringify({ type: 'isolated', runId: 'agent-1', reply: 'asked already' }), JSON.stringify({ type: 'isolated', runId: 'other', reply: 'x' })])
+    const transcripts = new PgRecordLog<object>(db, 'isolated')
+    await transcripts.append({ type: 'isolated', runId: 'agent-1', reply: 'asked already' }, { type: 'isolated', runId: 'other', reply: 'x' })
+    await transcripts.close()
 
     const taken = await db.transaction((q) => claimOrphans(q, 'heir', 100))
     assert.equal(taken.claimed.map((c) => c.row.id).sort(), ['agent-1', 'flow', 'step-open'])
