@@ -8,6 +8,11 @@ export interface LimiterSettings extends LockoutSettings { maxTrackedClients: nu
 /** shareAt of a client whose share is spent, until the merge it asked for is back */
 const MERGING = -1
 
+/** Failures of one client held for a merge at once; past it (a flood) they are answered at once. */
+const MAX_HELD_PER_CLIENT = 64
+/** Failures held for merges at once, over every client: a bound in memory, whatever the spray. */
+const MAX_HELD = 4096
+
 interface ClientState {
   /** this runtime's view: the merged count at the last flush plus the failures counted here since */
   failures: number
@@ -28,9 +33,11 @@ interface ClientState {
  * counted since its last flush and hands back the merged counts, which replace the local ones.
  * Each runtime may count a share of what the merged count has left below the limit (a half of it,
  * divided by the number of runtimes) on its own; when its share is spent it asks for a merge at
- * once, and answers that client 429 with Retry-After 1 until the merge is back (one database round
- * trip). So the runtimes together answer at most about `limit` 401s however fast they are sprayed,
- * and a client that is not sprayed over several runtimes never notices.
+ * once, and a failure of that client meanwhile waits for the merge (one database round trip) and
+ * is then answered by the merged count, as a runtime alone would answer it (whenMerged). So the
+ * runtimes together answer at most about `limit` 401s however fast they are sprayed, and a client
+ * that is not sprayed over several runtimes gets the answers it would get from one runtime. Past a
+ * bound of held failures (a flood), one is answered at once: 429 with Retry-After 1.
  */
 export class AuthLimiter implements LockoutCounters {
   private readonly clients = new Map<string, ClientState>()
@@ -49,6 +56,9 @@ export class AuthLimiter implements LockoutCounters {
   private hosts = 1
   /** where the read-back of tracked clients goes on from at the next flush */
   private watchCursor: Iterator<string> | undefined
+  /** failures waiting for their client's merge (whenMerged), by client */
+  private readonly held = new Map<string, Array<() => void>>()
+  private heldCount = 0
 
   constructor(readonly settings: LimiterSettings) {}
 
@@ -62,6 +72,38 @@ export class AuthLimiter implements LockoutCounters {
     if (!s) return 0
     if (s.lockedUntil > now) return Math.max(1, Math.ceil((s.lockedUntil - now) / 1000))
     return s.shareAt === MERGING ? 1 : 0
+  }
+
+  /** Seconds until the client's lock-out ends, or 0; a merge under way is no lock-out (a correct credential still passes). */
+  lockedFor(client: string, now: number): number {
+    const s = this.clients.get(client)
+    return s !== undefined && s.lockedUntil > now ? Math.max(1, Math.ceil((s.lockedUntil - now) / 1000)) : 0
+  }
+
+  /**
+   * While the client's spent share is being merged, a promise that settles when the merge is back
+   * (or given up): the failure is then counted against the merged count, as one runtime alone would
+   * count it. Undefined when no merge is under way for it, or past the bound of held failures.
+   */
+  whenMerged(client: string): Promise<void> | undefined {
+    const s = this.clients.get(client)
+    if (s === undefined || s.shareAt !== MERGING || this.heldCount >= MAX_HELD) return undefined
+    let waiting = this.held.get(client)
+    if (waiting === undefined) this.held.set(client, (waiting = []))
+    if (waiting.length >= MAX_HELD_PER_CLIENT) return undefined
+    this.heldCount++
+    return new Promise<void>((resolve) => waiting!.push(resolve))
+  }
+
+  /** Lets the failures held for a merge go on, for every client whose merge is no longer under way (all: `every`). */
+  private releaseHeld(every = false): void {
+    if (this.heldCount === 0) return
+    for (const [client, waiting] of this.held) {
+      if (!every && this.clients.get(client)?.shareAt === MERGING) continue
+      this.held.delete(client)
+      this.heldCount -= waiting.length
+      for (const go of waiting) go()
+    }
   }
 
   /** Records a failure; returns the seconds to wait when this failure (or an earlier one) locked the client out, else 0. */
@@ -114,6 +156,7 @@ export class AuthLimiter implements LockoutCounters {
     this.urgent.clear()
     this.newShareAt = 0
     for (const s of this.clients.values()) s.shareAt = 0
+    this.releaseHeld(true)
   }
 
   collect(max: number): LockoutFlush {
@@ -163,6 +206,7 @@ export class AuthLimiter implements LockoutCounters {
         for (const client of watched) this.adopt(client, byClient.get(client), now)
         // clients locked out through another runtime, new here or not
         for (const [client, m] of byClient) if (!inFlush.has(client)) this.adopt(client, m, now)
+        this.releaseHeld()
       },
       failed: () => {
         // the database is away: each client is this runtime's alone until it is back, no shares
@@ -177,6 +221,7 @@ export class AuthLimiter implements LockoutCounters {
           s.unshared += d.failures
           if (s.unshared > 0) this.dirty.add(d.client)
         })
+        this.releaseHeld(true)
       },
     }
   }
@@ -239,5 +284,7 @@ export class AuthLimiter implements LockoutCounters {
       this.clients.delete(oldest)
       this.dirty.delete(oldest)
     }
+    // a client forgotten while held is no longer merging: its failures go on
+    this.releaseHeld()
   }
 }

@@ -121,7 +121,7 @@ export function createHandler(given: HandlerDeps) {
     // the route) is decided synchronously: a refusal there is a thrown error caught here, not a
     // rejected promise (under a 401/429 flood, promise rejections and their tracking showed).
     // The token's refusal (the flood case) comes back as a value; the rarer ones are thrown.
-    let admitted: Admitted | number | HttpError
+    let admitted: Admitted | number | HttpError | Promise<HttpError>
     try {
       admitted = admit(req, res, serving, deps, client, path, q < 0 ? '' : rawUrl.slice(q + 1), notes)
     } catch (err) {
@@ -130,6 +130,11 @@ export function createHandler(given: HandlerDeps) {
     }
     if (admitted instanceof HttpError) {
       fail(admitted)
+      return
+    }
+    if (admitted instanceof Promise) {
+      // a failure held until its client's shared lock-out count is merged (runtime/http/lockout.ts)
+      admitted.then(fail, fail)
       return
     }
     if (typeof admitted === 'number') {
@@ -151,7 +156,7 @@ interface Admitted {
 }
 
 /** The checks before the body, in the contract's order; a number when the request was answered here (healthz, metrics). */
-function admit(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps & { idempotency: IdempotencyIndex }, client: string, path: string, query: string, notes: RequestNotes): Admitted | number | HttpError {
+function admit(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps & { idempotency: IdempotencyIndex }, client: string, path: string, query: string, notes: RequestNotes): Admitted | number | HttpError | Promise<HttpError> {
   const { bundle } = serving
   const config = bundle.config
   const base = config.basePath
@@ -219,7 +224,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, serving:
   const body = await readBody(req, limit, config.server.bodyTimeoutMs)
   if (deps.logBodies) notes.body = body.subarray(0, 2048).toString('utf8')
   // The raw bytes as received, before any parsing.
-  const verdict = signature ? checkSignature(signature, req, body, deps.limiter, client, now) : undefined
+  const verdict = signature ? await checkSignature(signature, req, body, deps.limiter, client, now) : undefined
   const parsed = parseBody(body, req.headers['content-type'])
   const payload = signature ? senderPayload(signature.spec.scheme, req.headers['content-type'], parsed) : parsed
   const correlationId = correlationIdOf(req)
@@ -504,11 +509,20 @@ function describeOutcome(o: RunOutcome): Record<string, unknown> {
  * not thrown: V8 tiers a function up only when it returns or loops, so a path that always ends in
  * a throw (a flood of wrong tokens) stayed in the interpreter and cost twice what it does now.
  */
-function authenticate(req: IncomingMessage, serving: Serving, limiter: AuthLimiter, client: string, now: number): HttpError | undefined {
+function authenticate(req: IncomingMessage, serving: Serving, limiter: AuthLimiter, client: string, now: number): HttpError | Promise<HttpError> | undefined {
   if (serving.token.matches(presentedToken(req.headers))) {
     limiter.succeed(client)
     return undefined
   }
+  // Several runtimes share the count: while this client's is being merged, the failure waits for
+  // it and is then answered as one runtime alone would answer it.
+  const held = limiter.whenMerged(client)
+  if (held !== undefined) return held.then(() => refuseFailure(limiter, client, Date.now()))
+  return refuseFailure(limiter, client, now)
+}
+
+/** A wrong or missing token: counted toward its client's lock-out; 401, or 429 once locked out. */
+function refuseFailure(limiter: AuthLimiter, client: string, now: number): HttpError {
   const already = limiter.retryAfter(client, now)
   const locked = already || limiter.fail(client, now)
   if (locked) {
@@ -526,20 +540,24 @@ function lockedOut(seconds: number): HttpError {
 
 /** A signed route: a client locked out by earlier failures gets 429 before any body byte is read. */
 function refuseWhileLockedOut(limiter: AuthLimiter, client: string, now: number): HttpError | undefined {
-  const locked = limiter.retryAfter(client, now)
+  // a merge under way is no lock-out: a correctly signed request still passes
+  const locked = limiter.lockedFor(client, now)
   if (locked === 0) return undefined
   authMetrics.lockedOut.inc()
   return lockedOut(locked)
 }
 
 /** The sender's signature over the raw body; a failure counts toward the same lock-out as a wrong token. */
-function checkSignature(signature: PreparedSignature, req: IncomingMessage, body: Buffer, limiter: AuthLimiter, client: string, now: number): { deliveryId: string | undefined } {
+async function checkSignature(signature: PreparedSignature, req: IncomingMessage, body: Buffer, limiter: AuthLimiter, client: string, now: number): Promise<{ deliveryId: string | undefined }> {
   const verdict = verifySender(signature, req.headers, body, now)
   if (verdict.ok) {
     limiter.succeed(client)
     return verdict
   }
-  const locked = limiter.fail(client, now)
+  // as a wrong token: while the client's shared count is being merged, the failure waits for it
+  const held = limiter.whenMerged(client)
+  if (held !== undefined) await held
+  const locked = limiter.fail(client, held === undefined ? now : Date.now())
   if (locked) {
     authMetrics.lockoutStarted.inc()
     authMetrics.lockedOut.inc()
@@ -575,11 +593,12 @@ const EMPTY = Buffer.alloc(0)
  * GET /metrics: the Prometheus text format, behind the hook token (a scraper sends it as a
  * Bearer token), with the same query, method and lock-out rules as a hook.
  */
-function serveMetrics(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, client: string, query: string, notes: RequestNotes): number {
+function serveMetrics(req: IncomingMessage, res: ServerResponse, serving: Serving, deps: HandlerDeps, client: string, query: string, notes: RequestNotes): number | Promise<HttpError> {
   notes.route = 'metrics'
   if (query !== '' && new URLSearchParams(query).has('token')) throw new HttpError(400, 'token_in_query', 'send the hook token in the Authorization or x-hookgate-token header, never in the URL')
   if (req.method !== 'GET') throw new HttpError(405, 'method_not_allowed', 'only GET is accepted here', { allow: 'GET' })
   const refusal = authenticate(req, serving, deps.limiter, client, Date.now())
+  if (refusal instanceof Promise) return refusal
   if (refusal !== undefined) throw refusal
   const text = deps.metrics!()
   res.writeHead(200, { 'content-type': EXPOSITION_CONTENT_TYPE, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' })
