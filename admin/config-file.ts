@@ -16,7 +16,7 @@ import { compileSource, type CompileOutcome } from '../compiler/index.js'
 import { stageBundle, type EmitResult } from '../compiler/emit.js'
 import { pointer, type PathSegment } from '../compiler/load.js'
 import type { Diagnostic } from '../compiler/diagnostics.js'
-import { GENERATED_TOKEN_FILE, generatedSecret } from '../runtime/secrets.js'
+import { GENERATED_TOKEN_FILE, generatedSecret } from '../runtime/bundle/secrets.js'
 import { applyEdit, definitionId, EditError, type Edit } from './definitions.js'
 import { YamlEditError } from './yaml-edit.js'
 

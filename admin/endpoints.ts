@@ -5,8 +5,8 @@
 // The Gmail helper finds /hooks/gmail the same way.
 import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
-import { ADDRESS_FILE } from '../runtime/service.js'
-import { hookName, normaliseBasePath } from '../runtime/hook-path.js'
+import { ADDRESS_FILE } from '../runtime/serve/service.js'
+import { hookName, normaliseBasePath } from '../runtime/bundle/hook-path.js'
 
 /** hooks.yaml as plain data (what yaml's toJS gives; {} for an empty file). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -28,7 +28,7 @@ export function endpointsOf(value: ConfigValue, where: EndpointBase): (triggerPa
   const base = (where.publicUrl?.replace(/\/+$/, '') ?? runtimeAddress(where.stateDir)?.url ?? localRuntimeUrl(value)) + basePathOf(value)
   const token = tokenExpression(value, where.stateDir)
   return (triggerPath) => {
-    // The name as the compiler puts it in the route table (runtime/hook-path.ts); a path it refuses has no URL.
+    // The name as the compiler puts it in the route table (runtime/bundle/hook-path.ts); a path it refuses has no URL.
     const name = hookName(triggerPath)
     if (name === undefined) return null
     const url = `${base}/${name}`

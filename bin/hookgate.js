@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// The hookgate executable: finds the command in the command table (runtime/commands.ts) and
+// The hookgate executable: finds the command in the command table (cli/commands.ts) and
 // dispatches to the compiler CLI or the runtime CLI. The runtime side never loads compiler code,
 // so a host with only the runtime and a bundle can `hookgate serve`.
 import { existsSync, readFileSync } from 'node:fs'
 
 const argv = process.argv.slice(2)
 const build = new URL('../build/', import.meta.url)
-if (!existsSync(new URL('runtime/commands.js', build))) {
+if (!existsSync(new URL('cli/commands.js', build))) {
   process.stderr.write('hookgate: the build/ folder is missing; run `npm ci` (or `npm run build`) in the hookgate checkout\n')
   process.exit(2)
 }
@@ -14,7 +14,7 @@ if (!existsSync(new URL('runtime/commands.js', build))) {
 // table: resolving and reading its ~50 modules one by one was a sixth of the start.
 const serveBundle = new URL('serve/hookgate-serve.mjs', build)
 const bundled = argv[0] === 'serve' && existsSync(serveBundle)
-const table = await import((bundled ? serveBundle : new URL('runtime/commands.js', build)).href)
+const table = await import((bundled ? serveBundle : new URL('cli/commands.js', build)).href)
 
 /** Runs a command's module, or says the build lacks it (exit 2). */
 async function run(command, rest) {
@@ -23,7 +23,7 @@ async function run(command, rest) {
     return 0
   }
   const side = command.side
-  const module = side === 'compiler' ? 'compiler/cli.js' : side === 'runtime' ? 'runtime/cli.js' : side === 'admin' ? 'admin/cli.js' : side === 'gmail' ? 'gmail/cli.js' : side === 'import-openclaw' ? 'compiler/import-openclaw.js' : null
+  const module = side === 'compiler' ? 'cli/compiler-cli.js' : side === 'runtime' ? 'cli/runtime-cli.js' : side === 'admin' ? 'cli/admin-cli.js' : side === 'gmail' ? 'cli/gmail-cli.js' : side === 'import-openclaw' ? 'compiler/import-openclaw.js' : null
   if (module === null || !existsSync(new URL(module, build))) {
     process.stderr.write(`hookgate ${command.name}: not available in this build yet\n${table.usageLine(command)}\n`)
     return 2

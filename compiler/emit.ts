@@ -13,7 +13,7 @@ import type { DiagnosticBag } from './diagnostics.js'
 import { displayPath, type LoadedConfig } from './load.js'
 import type { CompiledConfig } from './compile.js'
 import { isInside, type ResolvedConfig, type StepTransform } from './resolve.js'
-import { BUNDLE_FILE, DEFAULT_MAX_ITEMS, DEFAULT_MAX_WAIT_SECONDS, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, bundleBanner, type BundleManifest } from '../runtime/bundle-format.js'
+import { BUNDLE_FILE, DEFAULT_MAX_ITEMS, DEFAULT_MAX_WAIT_SECONDS, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, bundleBanner, type BundleManifest } from '../runtime/bundle/format.js'
 
 export { BUNDLE_FILE, MANIFEST_FILE }
 
@@ -337,7 +337,7 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
   // frees an imported module, but what the function returns is freed once a reload replaces it;
   // only the module's source and its code stay behind.
   const pool = compiled.conditions
-  // A bundle with patterns asks for the runtime's pattern engine (RE2, runtime/regex.ts); one
+  // A bundle with patterns asks for the runtime's pattern engine (RE2, runtime/bundle/regex.ts); one
   // without never makes the runtime load it.
   if (pool.regexes.length > 0) lines.push('export const needsPatterns = true;')
   lines.push('export function bundle(engines) {')

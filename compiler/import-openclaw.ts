@@ -13,7 +13,7 @@ import JSON5 from 'json5'
 import { Document, isMap, isSeq, type Node } from 'yaml'
 import { ExitCode, formatText } from './diagnostics.js'
 import { compileFile } from './index.js'
-import { commandHelp, getCommand, usageLine } from '../runtime/commands.js'
+import { commandHelp, getCommand, usageLine } from '../cli/commands.js'
 import { WELL_KNOWN_PROVIDERS } from './resolve-agents.js'
 
 /** The command's usage line, from the one command table the help is built from. */

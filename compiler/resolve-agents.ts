@@ -1,7 +1,7 @@
 // Part of phase 4 (resolve), split from resolve.ts by concern: agents, the model providers their
 // models name (declared, or one of the well-known defaults), the channels replies are delivered
 // through (no credential written in a URL), and the per-route model and thinking checks.
-import type { BundleChannel, BundleConfig, BundleProvider, ChannelType, SecretSpec } from '../runtime/bundle-format.js'
+import type { BundleChannel, BundleConfig, BundleProvider, ChannelType, SecretSpec } from '../runtime/bundle/format.js'
 import { closest, type DiagnosticBag } from './diagnostics.js'
 import type { ExpandedConfig } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'

@@ -11,10 +11,10 @@ import type { HooksConfig, SecretRefConfig, TaskConfig, TokenRefConfig, Workflow
 import { compileCron, compileEvery, isKnownTimeZone } from './cron.js'
 import { LeftOut } from './validate.js'
 
-import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleStore, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
+import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleStore, BundleTask, SecretSpec } from '../runtime/bundle/format.js'
 import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/open.js'
-import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
-import { hookName, normaliseBasePath } from '../runtime/hook-path.js'
+import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle/format.js'
+import { hookName, normaliseBasePath } from '../runtime/bundle/hook-path.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
 export type { SecretSpec }
@@ -353,7 +353,7 @@ export function envNameOf(words: string): string {
   return /^[A-Z_]/.test(name) ? name : `_${name}`
 }
 
-/** '/hooks/' → '/hooks'; '/' and paths with '?', '#', '..' or spaces are errors (runtime/hook-path.ts). */
+/** '/hooks/' → '/hooks'; '/' and paths with '?', '#', '..' or spaces are errors (runtime/bundle/hook-path.ts). */
 function resolveBasePath(raw: string, loaded: LoadedConfig, bag: DiagnosticBag): string {
   const where = loaded.locate(['hooks', 'path'])
   const normal = normaliseBasePath(raw)

@@ -5,7 +5,7 @@ import type { DiagnosticBag } from './diagnostics.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import { resolveSecret } from './resolve.js'
 import type { SignatureConfig } from './schema.js'
-import type { BundleSignature, SecretSpec, SignatureScheme, SignedStringPart } from '../runtime/bundle-format.js'
+import type { BundleSignature, SecretSpec, SignatureScheme, SignedStringPart } from '../runtime/bundle/format.js'
 
 export const DEFAULT_TOLERANCE_SECONDS = 300
 

@@ -1,6 +1,6 @@
 // Compiles a template string such as `Hi {{payload.user.name}} at {{now}}` into the JS source of
 // an arrow function `(c, h) => <string expression>` that the runtime calls with a RenderContext and
-// the helpers of runtime/template-helpers.ts.
+// the helpers of runtime/bundle/template-helpers.ts.
 //
 // Security: template text reaches the generated code only as JSON.stringify'd string literals
 // (literal text and property keys, with U+2028/U+2029 escaped as well) or as decimal integer

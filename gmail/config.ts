@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
 import { documentValue } from '../compiler/load.js'
 import { hookTokenValue, secretSpecOf } from '../admin/tokens.js'
-import { resolveSecretValue } from '../runtime/secrets.js'
+import { resolveSecretValue } from '../runtime/bundle/secrets.js'
 import { basePathOf, localRuntimeUrl, stateDirOf } from '../admin/endpoints.js'
 
 export const DEFAULTS = {

@@ -10,11 +10,11 @@
 // runner (runtime/workflows/) and notifications (runtime/notify/) live in their own modules and are
 // only wired here. The isolated turn is the next piece to move out.
 import { randomUUID } from 'node:crypto'
-import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle-format.js'
-import type { AgentAction } from '../mapping.js'
-import { Fifo } from '../fifo.js'
+import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle/format.js'
+import type { AgentAction } from '../endpoints/mapping.js'
+import { Fifo } from '../lib/fifo.js'
 import { RunStoreError, isFinalStatus, type NewRun, type ReceivedRequest, type RecordLog, type RunLog, type RunRow, type Store } from '../store/store.js'
-import { wrapExternalContent } from '../envelope.js'
+import { wrapExternalContent } from './envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { Notifier } from '../notify/notifier.js'
 import { MainSession, TURN_REPLY_MAX_CHARS, clipText, type Route, type SessionRecord } from './session.js'

@@ -3,8 +3,8 @@
 // `provider/model` is answered by the built-in offline model or by the HTTP provider of that id
 // (OpenAI-compatible or Anthropic, see ./providers/).
 import type { Dispatcher } from 'undici'
-import type { BundleProvider } from '../bundle-format.js'
-import { SecretError, resolveSecretValue } from '../secrets.js'
+import type { BundleProvider } from '../bundle/format.js'
+import { SecretError, resolveSecretValue } from '../bundle/secrets.js'
 import { createAnthropicProvider } from './providers/anthropic.js'
 import type { ProviderSettings } from './providers/http.js'
 import { ModelError } from './providers/model-error.js'

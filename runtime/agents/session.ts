@@ -6,7 +6,7 @@
 // alone queues events for turns, runs them and settles their wakes. Another runtime puts events in
 // the store for the owner to pull, and its turn commits are fenced (see runtime/store/postgres/sessions.ts).
 import { RunStoreError, sessionLogName, type RecordLog, type RunRow, type SessionOwnership, type Store } from '../store/store.js'
-import { wrapExternalContent } from '../envelope.js'
+import { wrapExternalContent } from './envelope.js'
 
 export type SessionRecord =
   | { type: 'event'; id: string; runId: string; text: string; external: boolean; source: string; at: string }

@@ -4,7 +4,7 @@
 // receiver answered without quoting a credential.
 import { setTimeout as delay } from 'node:timers/promises'
 import type { Dispatcher } from 'undici'
-import { loadUndici } from '../undici.js'
+import { loadUndici } from '../lib/undici.js'
 
 export const BACKOFF_BASE_MS = 500
 export const BACKOFF_CAP_MS = 30_000

@@ -10,22 +10,22 @@
 // and writes its row; the pieces that stand alone (auth, body, signatures, requests) have their files.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS, type BundleConfig, type BundleRoute, type RenderContext } from '../bundle-format.js'
-import type { LoadedBundle } from '../bundle.js'
+import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS, type BundleConfig, type BundleRoute, type RenderContext } from '../bundle/format.js'
+import type { LoadedBundle } from '../bundle/load.js'
 import type { Engine, Origin, RowExtra, RunOutcome, Submission } from '../agents/engine.js'
 import { IdempotencyIndex, type StoredResponse } from './idempotency.js'
-import { applyMapping, selectRoute, type TransformRunner } from '../mapping.js'
-import { isJwtValue, isSecretHeader } from '../template-helpers.js'
+import { applyMapping, selectRoute, type TransformRunner } from '../endpoints/mapping.js'
+import { isJwtValue, isSecretHeader } from '../bundle/template-helpers.js'
 import { HttpError, sendError, sendJson } from './errors.js'
 import { AddressMatcher, AuthLimiter, presentedToken, resolveClientAddress, type TokenCheck } from './auth.js'
 import { jsonBodyText, parseBody, readBody } from './body.js'
 import { deliveryIdOf, deliveryKey, senderPayload, slackChallenge, verifySender, type PreparedSignature } from './signatures.js'
-import { checkModelOverride, checkRequestChannel, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
+import { checkModelOverride, checkRequestChannel, checkThinking, parseAgentRequest, parseWait, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from '../endpoints/requests.js'
 import { RunStoreError, boundJsonSize, rawJsonPayload, type RefusalRecorder } from '../store/store.js'
 
 /** From this size on, a JSON body is stored as received (spliced into its run's line); smaller ones are serialised, which costs less than the bytes' copies. */
 const RAW_PAYLOAD_MIN_BYTES = 8 * 1024
-import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../service-metrics.js'
+import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../observe/service-metrics.js'
 
 /** Everything a request needs, swapped as one object on reload. */
 export interface Serving {

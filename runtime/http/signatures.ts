@@ -8,8 +8,8 @@
 import { createHmac, createPublicKey, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto'
 import { join } from 'node:path'
 import type { IncomingHttpHeaders } from 'node:http'
-import type { BundleRoute, BundleSignature, SecretSpec, SignatureScheme } from '../bundle-format.js'
-import { generatedSecret, resolveSecretValue, SecretError } from '../secrets.js'
+import type { BundleRoute, BundleSignature, SecretSpec, SignatureScheme } from '../bundle/format.js'
+import { generatedSecret, resolveSecretValue, SecretError } from '../bundle/secrets.js'
 import { parseBody } from './body.js'
 import { HttpError } from './errors.js'
 

@@ -2,7 +2,7 @@
 // heartbeat wake) through the engine's submit functions, with a run id derived from the task and
 // its slot. The run store refuses a second row with that id, so writing the row is the claim.
 import { createHash } from 'node:crypto'
-import type { BundleTask } from '../bundle-format.js'
+import type { BundleTask } from '../bundle/format.js'
 import type { Engine } from '../agents/engine.js'
 import { RunStoreError, type RunRow } from '../store/store.js'
 

@@ -10,8 +10,8 @@ import type { HistoryReader, RunAction, RunStatus, Store } from './store.js'
 export { acquireStateLock, type StateLock } from './file/state-lock.js'
 // The history defaults the compiler writes into a bundle's server.history.
 export { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from './file/runs.js'
-import type { BundleConfig, BundleStore } from '../bundle-format.js'
-import { resolveSecretValue, SecretError } from '../secrets.js'
+import type { BundleConfig, BundleStore } from '../bundle/format.js'
+import { resolveSecretValue, SecretError } from '../bundle/secrets.js'
 
 /** The file store's options, and server.store's timings, which only a PostgreSQL store uses. */
 export type StoreOptions = FileStoreOptions & { hostTtlMs?: number; sweepMs?: number; maxConnections?: number }

@@ -1,7 +1,7 @@
 // What each kind of workflow step does, built from the narrow functions the engine hands over
 // (a model turn, the main session's queue, the channels, the transform workers), so that the engine
 // only wires and the runner only orders.
-import type { BundleRoute } from '../bundle-format.js'
+import type { BundleRoute } from '../bundle/format.js'
 import { StepTimeout, type StepActions } from './runner.js'
 
 export interface StepWiring {

@@ -3,7 +3,7 @@
 // step's output (status, headers, body). Cookies an answer sets are not kept in the history.
 // The URL is checked against the step's scope (step-url.ts) just before the call: the secret headers
 // go only where the config fixed them. Redirects are not followed (undici's request does not).
-import { loadUndici } from '../undici.js'
+import { loadUndici } from '../lib/undici.js'
 import type { StepActions } from './runner.js'
 import { scopedStepUrl, StepUrlRefused } from './step-url.js'
 

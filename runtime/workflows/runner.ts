@@ -5,10 +5,10 @@
 // It is handed narrow functions (StepStore, StepActions), never the store, so a test can run it
 // over in-memory fakes.
 import { randomUUID } from 'node:crypto'
-import type { BundleWorkflow, BundleWorkflowStep, RenderContext } from '../bundle-format.js'
+import type { BundleWorkflow, BundleWorkflowStep, RenderContext } from '../bundle/format.js'
 import type { NewRun, RunRow, RunStatus, TransitionExtra } from '../store/store.js'
-import { templateHelpers } from '../template-helpers.js'
-import { wrapExternalContent } from '../envelope.js'
+import { templateHelpers } from '../bundle/template-helpers.js'
+import { wrapExternalContent } from '../agents/envelope.js'
 
 /** What the runner writes and reads of the run history. */
 export interface StepStore {

@@ -7,7 +7,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeGoogle, GMAIL_PUSH_MEMBER, type FakeGoogle } from '../fakes/google.js'
 import { scratchDir, writeTree } from '../helpers/paths.js'
-import { main } from '../../gmail/cli.js'
+import { main } from '../../cli/gmail-cli.js'
 import { compileFile } from '../../compiler/index.js'
 
 const MAILBOX = 'ops@example.com'

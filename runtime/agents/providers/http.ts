@@ -5,7 +5,7 @@
 // end whose message says what happened in words, never with the API key in it.
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Dispatcher } from 'undici'
-import { loadUndici } from '../../undici.js'
+import { loadUndici } from '../../lib/undici.js'
 import { ModelError } from './model-error.js'
 
 export const BACKOFF_BASE_MS = 250

@@ -13,7 +13,7 @@
 // that rewrites it must agree on every field, so they live together.
 import { join } from 'node:path'
 import { Journal, type JournalOptions, type JournalStats } from './journal.js'
-import { isoNow } from '../../clock.js'
+import { isoNow } from '../../observe/clock.js'
 import { RunWatchers, afterWritesOf } from '../watchers.js'
 import { ACTIONS, DEFAULT_KEEP_HISTORY, DEFAULT_KEY_WINDOW_MS, KINDS, OUTPUT_INLINE_MAX_CHARS, STATUSES, buildRow, checkStatus, movableRow, cleanExtra, cleanNote, notPlainJson, storeReceivedOnce, withNote, withStatus, withoutReceived, withoutRequest } from '../rows.js'
 import {

@@ -12,7 +12,7 @@
 //   the run to another (it was paused past its lease) changes nothing (`fenced_out`).
 // While the database cannot be reached, new runs are refused (`store_unavailable`, never an
 // acknowledgement) and status changes wait and are tried again; `health` says why meanwhile.
-import { isoNow } from '../../clock.js'
+import { isoNow } from '../../observe/clock.js'
 import { DEFAULT_KEY_WINDOW_MS, buildRow, checkStatus, cleanExtra, movableRow, storeReceivedOnce, withoutReceived, withoutRequest, cleanNote, notPlainJson, withNote, withStatus, type StatusChange } from '../rows.js'
 import {
   FINAL_STATUSES, RunStoreError,

@@ -8,7 +8,7 @@ import { startFakeOpenAI } from '../../fakes/openai.js'
 import { startFakeAnthropic } from '../../fakes/anthropic.js'
 import { startFakeSlack } from '../../fakes/channels.js'
 import { assertError, compileProject, post, runReaches, serveProject, setTestToken, until, type Harness } from '../http/harness.js'
-import { startService } from '../../../runtime/service.js'
+import { startService } from '../../../runtime/serve/service.js'
 
 const token = setTestToken()
 const openai = await startFakeOpenAI({ apiKey: 'sk-test-openai-key-0123456789' })

@@ -9,7 +9,7 @@ import { connect, type Socket } from 'node:net'
 import { dirname, join } from 'node:path'
 import * as assert from 'uvu/assert'
 import { compileFile } from '../../../compiler/index.js'
-import { startService, type Service } from '../../../runtime/service.js'
+import { startService, type Service } from '../../../runtime/serve/service.js'
 import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
 import { hookgateBin } from '../../helpers/paths.js'
 

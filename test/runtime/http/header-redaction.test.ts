@@ -7,7 +7,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { hookgate, stdoutJson } from '../../cli/cli-helpers.js'
 import { compileProject, rowOf, runReaches, send, serveProject, setTestToken } from './harness.js'
-import { isJwtValue } from '../../../runtime/template-helpers.js'
+import { isJwtValue } from '../../../runtime/bundle/template-helpers.js'
 
 const TOKEN = setTestToken()
 const { privateKey } = generateKeyPairSync('ed25519')

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { Journal } from '../../../runtime/store/file/journal.js'
-import { BUNDLE_FILE } from '../../../runtime/bundle-format.js'
+import { BUNDLE_FILE } from '../../../runtime/bundle/format.js'
 import { assertError, assertOk, post, recompile, runReaches, send, serve, setTestToken, type Harness } from './harness.js'
 
 const TOKEN = setTestToken()

@@ -5,7 +5,7 @@ import { symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { BUNDLE_FILE } from '../../../runtime/bundle-format.js'
+import { BUNDLE_FILE } from '../../../runtime/bundle/format.js'
 import { RunStore } from '../../../runtime/store/file/runs.js'
 import { assertError, assertOk, compileProject, head, post, RawClient, recompile, scratchDir, serveProject, sleep, spawnServe, setTestToken, until, within, type Harness, type Project, type ServeProcess } from './harness.js'
 

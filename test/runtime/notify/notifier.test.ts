@@ -3,7 +3,7 @@
 // with a notification still being sent.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleConfig, BundleRoute } from '../../../runtime/bundle-format.js'
+import type { BundleConfig, BundleRoute } from '../../../runtime/bundle/format.js'
 import type { Deliverer } from '../../../runtime/agents/engine.js'
 import { Notifier, type NotifierStore } from '../../../runtime/notify/notifier.js'
 import type { RunNotification, RunRow, RunStatus } from '../../../runtime/store/file/runs.js'

@@ -3,7 +3,7 @@
 // leaves nothing armed.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleTask } from '../../../runtime/bundle-format.js'
+import type { BundleTask } from '../../../runtime/bundle/format.js'
 import { Scheduler } from '../../../runtime/scheduler/scheduler.js'
 import { sleep } from '../../helpers/async.js'
 

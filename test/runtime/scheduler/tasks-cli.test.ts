@@ -6,7 +6,7 @@ import { compileProject, setTestToken, type Project } from '../http/harness.js'
 import { describeRun, hookgate, stdoutJson } from '../../cli/cli-helpers.js'
 import { RunStore } from '../../../runtime/store/file/runs.js'
 import { taskRunId } from '../../../runtime/scheduler/fire.js'
-import { tasksCommand, type TaskListing } from '../../../runtime/scheduler/tasks-cli.js'
+import { tasksCommand, type TaskListing } from '../../../cli/tasks.js'
 
 setTestToken()
 

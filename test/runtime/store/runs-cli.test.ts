@@ -3,8 +3,8 @@ import * as assert from 'uvu/assert'
 import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import { RunStore, type NewRun, type RunRow } from '../../../runtime/store/file/runs.js'
-import { RUNS_USAGE, runsCommand } from '../../../runtime/store/runs-cli.js'
-import { commandHelp, getCommand } from '../../../runtime/commands.js'
+import { RUNS_USAGE, runsCommand } from '../../../cli/runs.js'
+import { commandHelp, getCommand } from '../../../cli/commands.js'
 import { tempDir } from '../../helpers/paths.js'
 
 const scratch = tempDir('hookgate-runs-cli-')

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert'
 import { post, serve, setTestToken, until, type Harness } from '../http/harness.js'
 import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
 import { compileTemplate } from '../../../compiler/templates.js'
-import { templateHelpers, type CompiledRender } from '../../../runtime/template-helpers.js'
+import { templateHelpers, type CompiledRender } from '../../../runtime/bundle/template-helpers.js'
 import { scopedStepUrl, StepUrlRefused } from '../../../runtime/workflows/step-url.js'
 
 const token = setTestToken()

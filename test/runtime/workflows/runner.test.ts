@@ -3,7 +3,7 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { WorkflowRunner, retryDelayMs, isFalsyCondition, type StepActions, type StepStore, type WorkflowRequest } from '../../../runtime/workflows/runner.js'
-import type { BundleWorkflow, BundleWorkflowStep } from '../../../runtime/bundle-format.js'
+import type { BundleWorkflow, BundleWorkflowStep } from '../../../runtime/bundle/format.js'
 import type { NewRun, RunRow, RunStatus, TransitionExtra } from '../../../runtime/store/file/runs.js'
 
 const FINAL = new Set(['succeeded', 'failed', 'timed_out', 'skipped'])

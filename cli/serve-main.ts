@@ -3,4 +3,4 @@
 // transform process's module, where the pool looks for it). Reading ~50 small modules one by one cost about
 // 25 ms of every start; one file costs the parse alone. undici stays a lazy, external import.
 export * from './commands.js'
-export { main } from './cli.js'
+export { main } from './runtime-cli.js'

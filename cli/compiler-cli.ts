@@ -1,15 +1,15 @@
 // The thin CLI over the compiler library: `hookgate compile` and `hookgate schema`.
 // Machine output on stdout, human text on stderr, silent `--check` on success.
 import { join, relative } from 'node:path'
-import { compileFile } from './index.js'
-import { ExitCode, capErrors, formatGithub, formatJson, formatText, tooManyErrors, type Diagnostic } from './diagnostics.js'
-import { jsonSchemaDocument } from './schema.js'
-import { getCommand, readCommandArgs, usageLine } from '../runtime/commands.js'
+import { compileFile } from '../compiler/index.js'
+import { ExitCode, capErrors, formatGithub, formatJson, formatText, tooManyErrors, type Diagnostic } from '../compiler/diagnostics.js'
+import { jsonSchemaDocument } from '../compiler/schema.js'
+import { getCommand, readCommandArgs, usageLine } from './commands.js'
 
 /** The usage line, generated from the command table like every other command's. */
 export const COMPILE_USAGE = usageLine(getCommand('compile'))
-import { COMPILER_VERSION } from './emit.js'
-import { STANDALONE_FILE, writeStandalone } from './standalone.js'
+import { COMPILER_VERSION } from '../compiler/emit.js'
+import { STANDALONE_FILE, writeStandalone } from '../compiler/standalone.js'
 
 export async function main(command: string, argv: string[]): Promise<number> {
   if (command === 'schema') {

@@ -5,10 +5,10 @@
 // the server and by `hookgate try`, so both answer the same.
 //
 // Hot path: no file reads, no eval, no per-request allocation beyond the context and the action.
-import { DEFAULT_MAX_ITEMS, type BundleRoute, type RenderContext, type TransformInput, type WakeMode } from './bundle-format.js'
-import { TransformFailed, TransformTimeout } from './transforms/pool.js'
-import { isSecretHeaderEntry, templateHelpers } from './template-helpers.js'
-import { ConditionTooCostly, beginConditionWork, conditionHelpers } from './conditions.js'
+import { DEFAULT_MAX_ITEMS, type BundleRoute, type RenderContext, type TransformInput, type WakeMode } from '../bundle/format.js'
+import { TransformFailed, TransformTimeout } from '../transforms/pool.js'
+import { isSecretHeaderEntry, templateHelpers } from '../bundle/template-helpers.js'
+import { ConditionTooCostly, beginConditionWork, conditionHelpers } from '../bundle/conditions.js'
 
 /** What a mapping sees of a request: exactly what its templates can read. */
 export type MappingInput = RenderContext

@@ -2,16 +2,16 @@
 // Imports nothing from the compiler side.
 import { readFileSync } from 'node:fs'
 import { getCommand, readCommandArgs, usageLine } from './commands.js'
-import { BundleLoadError, loadBundle } from './bundle.js'
-import { startService } from './service.js'
-import { runsCommand, runsShowCommand } from './store/runs-cli.js'
-import { runsReplayCommand } from './store/runs-replay.js'
-import { rejectsCommand } from './store/rejects-cli.js'
-import { storeMigrateCommand } from './store/store-cli.js'
-import { isPostgresUrl } from './store/open.js'
-import { tasksCommand } from './scheduler/tasks-cli.js'
-import { dryRun } from './try.js'
-import { hookName } from './hook-path.js'
+import { BundleLoadError, loadBundle } from '../runtime/bundle/load.js'
+import { startService } from '../runtime/serve/service.js'
+import { runsCommand, runsShowCommand } from './runs.js'
+import { runsReplayCommand } from './runs-replay.js'
+import { rejectsCommand } from './rejects.js'
+import { storeMigrateCommand } from './store.js'
+import { isPostgresUrl } from '../runtime/store/open.js'
+import { tasksCommand } from './tasks.js'
+import { dryRun } from '../runtime/endpoints/try.js'
+import { hookName } from '../runtime/bundle/hook-path.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2 } as const
 
@@ -126,7 +126,7 @@ async function tryCommand(argv: string[]): Promise<number> {
 
   const basePrefix = bundle.config.basePath.slice(1) + '/'
   const asked = positionals[0]!.replace(/^\/+/, '').replace(new RegExp('^' + basePrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), '')
-  // As the compiler named the routes (runtime/hook-path.ts); a name it would refuse is looked up as given, and not found.
+  // As the compiler named the routes (runtime/bundle/hook-path.ts); a name it would refuse is looked up as given, and not found.
   const name = hookName(asked) ?? asked
   const print = (status: number, body: Record<string, unknown>) => {
     process.stdout.write(JSON.stringify({ status, ...body }, null, 2) + '\n')

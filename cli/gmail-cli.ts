@@ -1,10 +1,10 @@
 // `hookgate webhooks gmail login|setup|run`: the Gmail helper's commands. They live beside the
 // runtime, not in it: they talk to Google on the operator's behalf and reach hookgate only over
 // HTTP (the hook URL), so a host that takes no mail never loads any of this.
-import { processIO, readCommandArgs } from '../runtime/commands.js'
-import { googleBases, parseOAuthClient } from './google.js'
-import { HelperConfigError, loadHelperConfig } from './config.js'
-import { loopbackLogin, storeRefreshToken } from './credentials.js'
+import { processIO, readCommandArgs } from './commands.js'
+import { googleBases, parseOAuthClient } from '../gmail/google.js'
+import { HelperConfigError, loadHelperConfig } from '../gmail/config.js'
+import { loopbackLogin, storeRefreshToken } from '../gmail/credentials.js'
 import { readFileSync } from 'node:fs'
 
 export const EXIT = { ok: 0, refused: 1, usage: 2 } as const
@@ -14,8 +14,8 @@ export interface CommandIO { stdout(text: string): void; stderr(text: string): v
 export async function main(command: string, argv: string[], io: CommandIO = processIO): Promise<number> {
   try {
     if (command === 'webhooks gmail login') return await loginCommand(argv, io)
-    if (command === 'webhooks gmail setup') return await (await import('./setup.js')).setupCommand(argv, io)
-    if (command === 'webhooks gmail run') return await (await import('./run.js')).runCommand(argv, io)
+    if (command === 'webhooks gmail setup') return await (await import('../gmail/setup.js')).setupCommand(argv, io)
+    if (command === 'webhooks gmail run') return await (await import('../gmail/run.js')).runCommand(argv, io)
   } catch (err) {
     // Config and Google refusals are sentences meant for the operator; anything else is a bug, told without a stack.
     io.stderr(`hookgate ${command}: ${(err as Error).message}\n`)

@@ -4,8 +4,8 @@
 //
 // No label value here ever comes from a request: routes are mapping ids or fixed names, journals
 // are named by kind, never by path; so the series count is bounded by the config.
-import { observeStore } from './store/open.js'
-import type { FlushEvent, RunAction, RunStatus } from './store/store.js'
+import { observeStore } from '../store/open.js'
+import type { FlushEvent, RunAction, RunStatus } from '../store/store.js'
 import { Registry, type Counter } from './metrics.js'
 
 export { EXPOSITION_CONTENT_TYPE } from './metrics.js'

@@ -4,7 +4,7 @@
 // comparison. Lookups are own-property only (`__proto__`, `constructor`, `prototype` never resolve).
 //
 // Hot path: each helper compares and returns; no allocation beyond what a comparison needs.
-import type { BundleRoute, CompiledPattern, ConditionLeaf, ConditionNode, RenderContext } from './bundle-format.js'
+import type { BundleRoute, CompiledPattern, ConditionLeaf, ConditionNode, RenderContext } from './format.js'
 import { findHeader, isJwtValue, isSecretHeader, templateHelpers } from './template-helpers.js'
 
 /** Hears one comparison: the leaf's index, the value compared, and whether the comparison held. */
@@ -79,7 +79,7 @@ export class ConditionTooCostly extends Error {
 
 /**
  * Strings, numbers and booleans are tested as text; anything else never matches. `re` is RE2
- * (runtime/regex.ts): linear in the text, so a sender's text cannot make it backtrack, and the
+ * (runtime/bundle/regex.ts): linear in the text, so a sender's text cannot make it backtrack, and the
  * request's work budget bounds what its patterns together may read.
  */
 function test(t: ConditionTrace | undefined, leaf: number, value: unknown, re: CompiledPattern): boolean {

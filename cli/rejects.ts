@@ -2,10 +2,10 @@
 // newest first. Reads the log without opening it for writing, so it works while a server holds the
 // state; a missing log is an empty answer. The table or the JSON array goes to stdout, the summary
 // and warnings to stderr.
-import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { parseDuration } from '../clock.js'
-import type { RejectRecord } from './store.js'
-import { clipCell, historyAt, printable, storeFlagOk, type CommandIO } from './runs-cli.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from './commands.js'
+import { parseDuration } from '../runtime/observe/clock.js'
+import type { RejectRecord } from '../runtime/store/store.js'
+import { clipCell, historyAt, printable, storeFlagOk, type CommandIO } from './runs.js'
 
 export const REJECTS_USAGE = usageLine(getCommand('rejects'))
 export const DEFAULT_REJECTS_LIMIT = 50

@@ -2,12 +2,12 @@
 // upgrade), and builds the frozen route table that a request looks up once. No YAML, no schema,
 // no eval here: the bundle is plain ES module code emitted by the compiler, and holds no
 // transform code (that is imported by the transform processes only). A bundle with `matches`
-// conditions is handed the pattern engine (runtime/regex.ts, loaded only then), which compiles
+// conditions is handed the pattern engine (runtime/bundle/regex.ts, loaded only then), which compiles
 // each pattern once, here, never per request.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { BANNER_HASH, BUNDLE_FILE, FORMAT_VERSION, type BundleConfig, type BundleEngines, type BundleExports, type BundleManifest, type BundleModule, type BundleRoute, type BundleWorkflow } from './bundle-format.js'
+import { BANNER_HASH, BUNDLE_FILE, FORMAT_VERSION, type BundleConfig, type BundleEngines, type BundleExports, type BundleManifest, type BundleModule, type BundleRoute, type BundleWorkflow } from './format.js'
 import { loadPatternCompiler } from './regex.js'
 
 export interface LoadedBundle {

@@ -6,9 +6,9 @@
 // This command only reads the history: the server alone writes it.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { GENERATED_TOKEN_FILE } from '../secrets.js'
-import { historyAt, printable, readHistory, type CommandIO } from './runs-cli.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from './commands.js'
+import { GENERATED_TOKEN_FILE } from '../runtime/bundle/secrets.js'
+import { historyAt, printable, readHistory, type CommandIO } from './runs.js'
 
 export const RUNS_REPLAY_USAGE = usageLine(getCommand('runs replay'))
 

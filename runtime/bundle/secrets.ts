@@ -4,8 +4,8 @@
 import { randomBytes } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
-import type { SecretSpec } from './bundle-format.js'
-import { tokenDigest } from './http/auth.js'
+import type { SecretSpec } from './format.js'
+import { tokenDigest } from '../http/auth.js'
 
 export class SecretError extends Error {}
 

@@ -4,7 +4,7 @@
 // `runs`, `try`); serve is the default, and the bundle is the folder this file sits in.
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { main } from './cli.js'
+import { main } from './runtime-cli.js'
 
 const COMMANDS = new Set(['serve', 'runs', 'try'])
 const EXIT_INTERNAL = 2

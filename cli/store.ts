@@ -1,8 +1,8 @@
 // `hookgate store migrate`: the PostgreSQL store's schema, created or brought up to date by hand
 // (a runtime on that store does the same at start), or with --dry-run only shown.
-import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { isPostgresUrl, migrateStore, shownStoreUrl } from './open.js'
-import type { CommandIO } from './runs-cli.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from './commands.js'
+import { isPostgresUrl, migrateStore, shownStoreUrl } from '../runtime/store/open.js'
+import type { CommandIO } from './runs.js'
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const
 

@@ -1,9 +1,9 @@
 // The two built-in endpoints' payloads (/wake, /agent) and the routing policy every agent-bound
 // request passes: which agent (allowedAgentIds, unknown ids → default agent) and which session key.
 import { randomUUID } from 'node:crypto'
-import type { BundleConfig, WakeMode } from '../bundle-format.js'
-import { HttpError } from './errors.js'
-import type { AgentAction } from '../mapping.js'
+import type { BundleConfig, WakeMode } from '../bundle/format.js'
+import { HttpError } from '../http/errors.js'
+import type { AgentAction } from './mapping.js'
 
 export interface WakeRequest { text: string; mode: WakeMode; agentId: string | null; sessionKey: string | null }
 

@@ -4,15 +4,15 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { formatText } from '../compiler/diagnostics.js'
-import { processIO, readCommandArgs, usageLine, getCommand } from '../runtime/commands.js'
-import { ConfigFile } from './config-file.js'
-import { cleanDefinition, configValue, readConfigValue, definitionId, listAgents, type DefinitionKind, type Definition } from './definitions.js'
-import { displayPath, endpointsOf, stateDirOf } from './endpoints.js'
-import { History } from './history.js'
-import { storeFlagOk } from '../runtime/store/runs-cli.js'
+import { processIO, readCommandArgs, usageLine, getCommand } from './commands.js'
+import { ConfigFile } from '../admin/config-file.js'
+import { cleanDefinition, configValue, readConfigValue, definitionId, listAgents, type DefinitionKind, type Definition } from '../admin/definitions.js'
+import { displayPath, endpointsOf, stateDirOf } from '../admin/endpoints.js'
+import { History } from '../admin/history.js'
+import { storeFlagOk } from './runs.js'
 import { storeUrlOf } from '../runtime/store/open.js'
-import { adminToken, hookTokenValue, sameToken, secretSpecOf } from './tokens.js'
-import { nextFirings, startAdmin } from './server.js'
+import { adminToken, hookTokenValue, sameToken, secretSpecOf } from '../admin/tokens.js'
+import { nextFirings, startAdmin } from '../admin/server.js'
 
 const EXIT = { ok: 0, refused: 1, usage: 2, failed: 2 } as const
 

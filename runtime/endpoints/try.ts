@@ -1,14 +1,14 @@
 // The dry run behind `hookgate try` and the operator page's Test button: what the server would
 // answer for a payload on a path of a loaded bundle, through the functions the server calls
 // (mapping, transform in its process, session-key policy, envelope), without starting anything.
-import type { LoadedBundle } from './bundle.js'
+import type { LoadedBundle } from '../bundle/load.js'
 import { applyMapping, type HookAction } from './mapping.js'
-import { wrapExternalContent } from './envelope.js'
-import { HttpError } from './http/errors.js'
-import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './http/requests.js'
-import type { BundleConfig } from './bundle-format.js'
-import { TransformPool } from './transforms/pool.js'
-import { explainFiltered } from './conditions.js'
+import { wrapExternalContent } from '../agents/envelope.js'
+import { HttpError } from '../http/errors.js'
+import { checkModelOverride, checkThinking, parseAgentRequest, parseWakeRequest, resolveAgentId, resolveMappedSessionKey, resolveRequestSessionKey, resolveWakeAgent } from './requests.js'
+import type { BundleConfig } from '../bundle/format.js'
+import { TransformPool } from '../transforms/pool.js'
+import { explainFiltered } from '../bundle/conditions.js'
 
 export interface DryRunAnswer { status: number; body: Record<string, unknown> }
 

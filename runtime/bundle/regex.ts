@@ -3,7 +3,7 @@
 // size), so no pattern a sender can meet stalls the event loop the way V8's irregexp did on
 // `deploy.*to.*prod` or `(a+)+$` (issue 23). The compiler validates every pattern with the same
 // function the runtime compiles it with (patternCompilerOf); what one request's patterns may cost
-// is bounded as they run (MATCH_WORK_BUDGET in runtime/conditions.ts).
+// is bounded as they run (MATCH_WORK_BUDGET in runtime/bundle/conditions.ts).
 //
 // re2js is loaded only when a bundle has a `matches` condition, the way undici is loaded only at the
 // first call out: its import costs parsing 260 KB, which a runtime without regular expressions never
@@ -11,7 +11,7 @@
 // pattern keeps a lazily built DFA cache, at most 8 MB (re2js's default budget; past it the cache is
 // reset, or the match falls back to RE2's NFA, still linear).
 import type { RE2JS } from 're2js'
-import type { CompiledPattern, PatternCompiler } from './bundle-format.js'
+import type { CompiledPattern, PatternCompiler } from './format.js'
 
 /** The flags `matches` accepts, as JavaScript spells them; `u` changes nothing (RE2 always reads code points). */
 export const PATTERN_FLAGS = /^(?!.*(.).*\1)[imsu]*$/

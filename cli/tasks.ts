@@ -2,14 +2,14 @@
 // compiled bundle with its next firing times, and its last firing when a run history is at hand.
 // Reads the bundle and the history only; the list goes to stdout, notes to stderr.
 import { existsSync } from 'node:fs'
-import type { BundleTask } from '../bundle-format.js'
-import { loadBundle, type LoadedBundle } from '../bundle.js'
-import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { openHistory, storeUrlOf } from '../store/open.js'
-import { storeFlagOk } from '../store/runs-cli.js'
-import { printable, type CommandIO } from '../store/runs-cli.js'
-import { slotClock } from './cron.js'
-import { lastFiredSlots } from './fire.js'
+import type { BundleTask } from '../runtime/bundle/format.js'
+import { loadBundle, type LoadedBundle } from '../runtime/bundle/load.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from './commands.js'
+import { openHistory, storeUrlOf } from '../runtime/store/open.js'
+import { storeFlagOk } from './runs.js'
+import { printable, type CommandIO } from './runs.js'
+import { slotClock } from '../runtime/scheduler/cron.js'
+import { lastFiredSlots } from '../runtime/scheduler/fire.js'
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const
 const TASKS_USAGE = usageLine(getCommand('tasks'))

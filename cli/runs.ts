@@ -3,10 +3,10 @@
 // without opening it for writing, so they work while a server holds it. Machine output (the table
 // or the JSON) goes to stdout; the summary and warnings go to stderr.
 import { existsSync } from 'node:fs'
-import { getCommand, readCommandArgs, usageLine, processIO } from '../commands.js'
-import { isPostgresUrl, openHistory } from './open.js'
-import type { DefinitionKind, HistoryReader, RunHistory, RunRow, RunStatus } from './store.js'
-import { parseDuration } from '../clock.js'
+import { getCommand, readCommandArgs, usageLine, processIO } from './commands.js'
+import { isPostgresUrl, openHistory } from '../runtime/store/open.js'
+import type { DefinitionKind, HistoryReader, RunHistory, RunRow, RunStatus } from '../runtime/store/store.js'
+import { parseDuration } from '../runtime/observe/clock.js'
 
 export const RUNS_USAGE = usageLine(getCommand('runs'))
 export const RUNS_SHOW_USAGE = usageLine(getCommand('runs show'))

@@ -253,7 +253,7 @@ export interface ConditionLeaf {
   flags?: string
 }
 
-/** A `matches` pattern as the runtime's engine (RE2, runtime/regex.ts) compiled it. */
+/** A `matches` pattern as the runtime's engine (RE2, runtime/bundle/regex.ts) compiled it. */
 export interface CompiledPattern {
   /** unanchored search, as RegExp.prototype.test: does the pattern match somewhere in `text`? */
   test(text: string): boolean
