@@ -10,7 +10,7 @@
 // runner (runtime/workflows/) and notifications (runtime/notify/) live in their own modules and are
 // only wired here. The isolated turn is the next piece to move out.
 import { randomUUID } from 'node:crypto'
-import type { BundleConfig, BundleRoute, BundleWorkflow, RenderContext } from '../bundle/format.js'
+import { DEFAULT_MAX_PENDING_BYTES, type BundleConfig, type BundleRoute, type BundleWorkflow, type RenderContext } from '../bundle/format.js'
 import type { AgentAction } from '../endpoints/mapping.js'
 import { Fifo } from '../lib/fifo.js'
 import { RunStoreError, isFinalStatus, type NewRun, type ReceivedRequest, type RecordLog, type RunLog, type RunRow, type Store } from '../store/store.js'
@@ -23,47 +23,8 @@ import { createStepActions } from '../workflows/actions.js'
 import { createHttpStep } from '../workflows/http-step.js'
 import type { TransformCaller } from '../transforms/pool.js'
 import { PENDING_AGENT_RUN_BYTES, PENDING_WORKFLOW_RUN_BYTES, heldBytes } from './backlog.js'
-
-export interface Origin {
-  definitionKind: 'hook' | 'trigger' | 'task'
-  definitionId: string
-  correlationId: string
-  /** shown as the envelope's source, e.g. 'hook /hooks/github' */
-  source: string
-  /** false when the mapping set allowUnsafeExternalContent */
-  external: boolean
-}
-
-export interface WakeInput extends Origin { agentId: string; text: string; mode: 'now' | 'next-heartbeat'; name: string | null }
-
-/** An agent action (from /agent or a mapping) once its agent and session key are settled. */
-export interface AgentInput extends Origin, Omit<AgentAction, 'kind' | 'agentId' | 'sessionKey'> {
-  agentId: string
-  sessionKey: string
-}
-
-export interface WorkflowInput extends Origin { agentId: string; workflow: string; name: string | null; context: RenderContext }
-
-/** Fields the HTTP side fixes for the run row: its id, and for Idempotency-Key the key and the answer. */
-export interface RowExtra {
-  id?: string
-  /** a request waits for this run (waitForCompletion): its whole reply is kept for the answer; needs `id` */
-  awaited?: boolean
-  idempotency?: { key: string; fingerprint: string }
-  response?: { status: number; body: Record<string, unknown> }
-  /** a mapped request as it arrived (secrets redacted), kept for `hookgate runs replay` */
-  received?: ReceivedRequest
-  /** the run this request replays */
-  replayOf?: string
-  /** a task's firing: its slot (the run id is derived from it, so a slot is claimed once) */
-  scheduledFor?: string
-}
-
-/** One run to accept, as its submit method takes it (submitMany accepts several in one write). */
-export type Submission = { kind: 'wake'; input: WakeInput } | { kind: 'agent'; input: AgentInput } | { kind: 'workflow'; input: WorkflowInput }
-
-/** What a request that waited for its run answers with: the final row, and an agent run's whole reply and delivery. */
-export interface RunOutcome { row: RunRow; reply?: string; delivery?: string }
+import type { Acceptor, AgentInput, Origin, Refusal, RowExtra, RunOutcome, Submission, WakeInput, WorkflowInput } from './acceptor.js'
+export type { AgentInput, Origin, RowExtra, RunOutcome, Submission, WakeInput, WorkflowInput } from './acceptor.js'
 
 /** The model side, as the engine needs it (runtime/agents/models.ts builds it from the bundle). */
 export interface Models { providerFor(model: string): ModelProvider }
@@ -146,7 +107,7 @@ const builtinOnly: Models = createModelRegistry([], '.')
 export class TurnTimeout extends Error {}
 
 
-export class Engine {
+export class Engine implements Acceptor {
   private readonly sessions = new Map<string, MainSession>()
   private readonly inFlight = new Set<Promise<unknown>>()
   /** the promises behind inFlight, so one is tracked once however often it is handed over */
@@ -370,6 +331,35 @@ export class Engine {
       pending: { holds: request, bytes: PENDING_WORKFLOW_RUN_BYTES },
       start: (row, release) => { this.track(this.runWorkflow(row, request, release)) },
     }
+  }
+
+  /** Acceptor: one run accepted as submit accepts it, several with one write as submitMany does. */
+  accept(submissions: readonly Submission[], extras: readonly RowExtra[]): Promise<RunRow[]> {
+    if (submissions.length === 1) return this.submit(submissions[0]!, extras[0] ?? {}).then((row) => [row])
+    return this.submitMany(submissions, extras)
+  }
+
+  /** Acceptor: recordOutcome. */
+  record(origin: Pick<Origin, 'definitionKind' | 'definitionId' | 'correlationId'>, action: 'wake' | 'agent' | 'workflow', status: 'skipped' | 'failed', error?: string, result?: string, extra: RowExtra = {}): Promise<RunRow> {
+    return this.recordOutcome(origin, action, status, error, result, extra)
+  }
+
+  /**
+   * Acceptor: why a run cannot be accepted now. The store first (nothing is acknowledged that is not
+   * on disk); then, for agent and workflow runs, the backlog's bounds: how many accepted runs wait
+   * (server.maxPendingRuns) and what they hold (server.maxPendingBytes).
+   */
+  refusal(kind: 'wake' | 'agent' | 'workflow'): Refusal | undefined {
+    const store = this.storeHealth()
+    if (!store.ok) return { code: 'store_unavailable', message: 'the run store cannot write right now; try again shortly', retryAfterSeconds: 5 }
+    if (kind === 'wake') return undefined
+    if (this.pendingRuns >= this.config.server.maxPendingRuns) {
+      return { code: 'too_many_pending_runs', message: `${this.pendingRuns} accepted runs are still waiting to run; try again shortly`, retryAfterSeconds: 5 }
+    }
+    if (this.pendingBytes >= (this.config.server.maxPendingBytes ?? DEFAULT_MAX_PENDING_BYTES)) {
+      return { code: 'too_many_pending_runs', message: `the accepted runs still waiting to run hold ${(this.pendingBytes / 1048576).toFixed(1)} MiB of requests; try again shortly`, retryAfterSeconds: 5 }
+    }
+    return undefined
   }
 
   /**
