@@ -17,6 +17,7 @@ import { RunStoreError, isFinalStatus, type NewRun, type ReceivedRequest, type R
 import { wrapExternalContent } from './envelope.js'
 import { ModelError, createModelRegistry, type ChatMessage, type ModelProvider } from './models.js'
 import { Notifier } from '../notify/notifier.js'
+import type { Deliverer } from '../channels/deliverer.js'
 import { MainSession, TURN_REPLY_MAX_CHARS, clipText, type Route, type SessionRecord } from './session.js'
 import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workflows/runner.js'
 import { createStepActions } from '../workflows/actions.js'
@@ -25,18 +26,10 @@ import type { TransformCaller } from '../transforms/pool.js'
 import { PENDING_AGENT_RUN_BYTES, PENDING_WORKFLOW_RUN_BYTES, heldBytes } from './backlog.js'
 import type { Acceptor, AgentInput, Origin, Refusal, RowExtra, RunOutcome, Submission, WakeInput, WorkflowInput } from './acceptor.js'
 export type { AgentInput, Origin, RowExtra, RunOutcome, Submission, WakeInput, WorkflowInput } from './acceptor.js'
+export type { Deliverer } from '../channels/deliverer.js'
 
 /** The model side, as the engine needs it (runtime/agents/models.ts builds it from the bundle). */
 export interface Models { providerFor(model: string): ModelProvider }
-
-/** A delivery channel, as the engine needs it (runtime/channels builds them from the bundle). */
-export interface Deliverer {
-  deliver(d: {
-    runId: string; agentId: string; text: string; to: string | null; name: string | null; correlationId: string
-    /** a notification about the run's status (runtime/notify), not the agent's reply */
-    event?: { status: string; definitionKind: string; definitionId: string; messageId: string }
-  }, signal?: AbortSignal): Promise<{ attempts: number; detail: string }>
-}
 
 export interface EngineWiring {
   models?: Models
