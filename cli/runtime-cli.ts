@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs'
 import { getCommand, readCommandArgs, usageLine } from './commands.js'
 import { BundleLoadError, loadBundle } from '../runtime/bundle/load.js'
 import { startService } from '../runtime/serve/service.js'
+import { batchedStdout } from './log-output.js'
 import { runsCommand, runsShowCommand } from './runs.js'
 import { runsReplayCommand } from './runs-replay.js'
 import { rejectsCommand } from './rejects.js'
@@ -53,10 +54,13 @@ async function serveCommand(argv: string[]): Promise<number> {
   const asked = (signal: string) => () => { if (onStop) onStop(signal); else stopAsked ??= signal }
   process.once('SIGTERM', asked('SIGTERM'))
   process.once('SIGINT', asked('SIGINT'))
+  const out = batchedStdout()
   let service
   try {
     service = await startService({
       bundle: values.bundle,
+      write: out.write,
+      writeFaults: (line) => { process.stderr.write(line + '\n') },
       ...(values.host !== undefined ? { host: values.host } : {}),
       ...(port !== undefined ? { port } : {}),
       ...(values.state !== undefined ? { stateDir: values.state } : {}),
@@ -68,6 +72,7 @@ async function serveCommand(argv: string[]): Promise<number> {
   } catch (err) {
     const e = err as NodeJS.ErrnoException
     const reason = e.code === 'EADDRINUSE' ? `the address is already in use (${e.message.replace(/^listen EADDRINUSE: address already in use /, '')})` : e.message
+    out.flush()
     process.stderr.write(`hookgate serve: cannot start: ${reason}\n`)
     // Promptly, whatever a half-started bundle may have left running (stderr to a pipe or file is
     // written synchronously, so the line above is out).
@@ -76,8 +81,8 @@ async function serveCommand(argv: string[]): Promise<number> {
   process.on('SIGHUP', () => void service.reload())
   await new Promise<void>((resolveStop) => {
     onStop = (signal: string) => {
-      process.stdout.write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${signal}: draining and stopping` }) + '\n')
-      service.close().then(resolveStop, resolveStop)
+      out.write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${signal}: draining and stopping` }))
+      service.close().finally(out.flush).then(resolveStop, resolveStop)
     }
     if (stopAsked) onStop(stopAsked)
   })

@@ -26,6 +26,7 @@ import { RunStoreError, boundJsonSize, rawJsonPayload, type RefusalRecorder } fr
 /** From this size on, a JSON body is stored as received (spliced into its run's line); smaller ones are serialised, which costs less than the bytes' copies. */
 const RAW_PAYLOAD_MIN_BYTES = 8 * 1024
 import { authMetrics, countRequest, countTransformFailure, EXPOSITION_CONTENT_TYPE, UNMATCHED } from '../observe/service-metrics.js'
+import type { Logger } from '../observe/log.js'
 
 /** Everything a request needs, swapped as one object on reload. */
 export interface Serving {
@@ -66,6 +67,8 @@ export interface HandlerDeps {
   metrics?: () => string
   /** the rejected-request log: every 4xx refusal is noted (aggregated there, written off the request path) */
   rejects?: RefusalRecorder
+  /** where a failure of the handler itself is logged (never a stack or a secret); none: dropped */
+  logger?: Logger
 }
 
 /** Bytes of an unread body drained after a refusal to keep the connection; above it, close. */
@@ -108,7 +111,7 @@ export function createHandler(given: HandlerDeps) {
     }
     const fail = (err: unknown) => {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal_error', 'the request could not be handled')
-      if (!(err instanceof HttpError)) process.stderr.write(JSON.stringify({ level: 'error', msg: 'request failed', path, error: (err as Error)?.message }) + '\n')
+      if (!(err instanceof HttpError)) deps.logger?.error('request failed', { path, error: (err as Error)?.message })
       // Refused before the body was read: a small declared body is drained after the answer (Node
       // does that) so the connection stays open; an unknown or large one closes it instead.
       if (!req.complete && !(Number(req.headers['content-length']) <= DRAIN_LIMIT)) res.setHeader('connection', 'close')
@@ -414,7 +417,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, serving: Serv
   if (outcome.kind === 'error') {
     // The request's own fan-out cannot be accepted (no array, too many elements): the sender's to fix.
     if (outcome.status !== 500) throw new HttpError(outcome.status, outcome.code, outcome.error)
-    process.stderr.write(JSON.stringify({ level: 'error', msg: outcome.error, mapping: outcome.route.id, code: outcome.code }) + '\n')
+    deps.logger?.error(outcome.error, { mapping: outcome.route.id, code: outcome.code })
     countTransformFailure(outcome.route.id, outcome.code)
     await deps.engine.recordOutcome(matched, chosen.action, 'failed', outcome.error, undefined, notes.trace)
     throw new HttpError(500, outcome.code, outcome.code === 'transform_timeout' ? 'the mapping transform timed out' : 'the mapping transform failed')

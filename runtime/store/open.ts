@@ -51,7 +51,8 @@ export function openStore(stateDir: string, options: StoreOptions = {}): Store {
 
 /**
  * The store `spec` names: a postgres:// URL (its client loaded now, its schema brought up to date),
- * else the file store in `stateDir`.
+ * else the file store in `stateDir`. A PostgreSQL store's background loops (`store.duties`) are left
+ * for the caller to start: the runtime's supervisor starts each in its place.
  */
 export async function connectStore(spec: string, stateDir: string, options: StoreOptions = {}, warn?: (message: string) => void): Promise<Store> {
   if (!isPostgresUrl(spec)) return openStore(stateDir, options)
@@ -65,6 +66,7 @@ export async function connectStore(spec: string, stateDir: string, options: Stor
       ...(options.sweepMs !== undefined ? { sweepMs: options.sweepMs } : {}),
       ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
       ...(warn ? { warn } : {}),
+      supervised: true,
     })
   } catch (err) {
     // the URL may carry a password: the error names the store without it

@@ -2,6 +2,7 @@
 // (a model turn, the main session's queue, the channels, the transform workers), so that the engine
 // only wires and the runner only orders.
 import type { BundleRoute } from '../bundle/format.js'
+import { pause } from '../lib/retry.js'
 import { StepTimeout, type StepActions } from './runner.js'
 
 export interface StepWiring {
@@ -35,11 +36,7 @@ export function createStepActions(w: StepWiring): StepActions {
       if (!channel) throw new Error(`channel "${channelId}" is not configured`)
       return channel.deliver(d, signal)
     },
-    sleep: (ms, signal) => new Promise<boolean>((resolve) => {
-      if (signal.aborted) return resolve(false)
-      const timer = setTimeout(() => { signal.removeEventListener('abort', stop); resolve(true) }, ms)
-      const stop = () => { clearTimeout(timer); resolve(false) }
-      signal.addEventListener('abort', stop, { once: true })
-    }),
+    // a step's retry wait, ended early (false) when the runner stops
+    sleep: (ms, signal) => pause(ms, signal),
   }
 }
