@@ -81,7 +81,9 @@ async function serveCommand(argv: string[]): Promise<number> {
   process.on('SIGHUP', () => void service.reload())
   await new Promise<void>((resolveStop) => {
     onStop = (signal: string) => {
+      // out before the listener closes: from this line on, new connections are refused
       out.write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${signal}: draining and stopping` }))
+      out.flush()
       service.close().finally(out.flush).then(resolveStop, resolveStop)
     }
     if (stopAsked) onStop(stopAsked)

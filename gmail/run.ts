@@ -15,6 +15,7 @@ import { HelperConfigError, PUSH_TOKEN_FILE, hookToken, loadHelperConfig, readRe
 import { mailboxTokens } from './credentials.js'
 import { backoffMs, googleBases, type GoogleBases, type TokenSource } from './google.js'
 import { OidcVerifier } from './oidc.js'
+import { createLogger, type Logger } from '../runtime/observe/log.js'
 import { MailSync, type Log } from './sync.js'
 
 const PUSH_BODY_LIMIT = 64 * 1024
@@ -30,8 +31,8 @@ export interface HelperOptions {
   port?: number
   /** how often the watch is renewed instead of renewEveryMinutes (tests) */
   renewEveryMs?: number
-  /** where JSON log lines go (default stdout) */
-  write?: (line: string) => void
+  /** where the JSON log lines go (`hookgate webhooks gmail run` writes them to stdout) */
+  write: (line: string) => void
   hookAttempts?: number
   hookMaxWaitMs?: number
 }
@@ -50,8 +51,7 @@ export interface Helper {
 export async function startHelper(options: HelperOptions): Promise<Helper> {
   const { config } = options
   const g = config.gmail
-  const write = options.write ?? ((line: string) => { process.stdout.write(line + '\n') })
-  const log: Log = (event, fields = {}) => write(JSON.stringify({ at: new Date().toISOString(), event, ...fields }))
+  const log = helperLog(createLogger(options.write))
   const account = g.account
   if (!account) throw new HelperConfigError('hooks.gmail.account is not set: run `hookgate webhooks gmail setup` first')
   const pushToken = readPushToken(config)
@@ -229,6 +229,14 @@ async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return Buffer.concat(chunks)
 }
 
+/**
+ * The helper's log over the runtime's one logger (runtime/observe/log.ts): each line JSON with `t`,
+ * a level (error for `error` events) and its event as the message and as `event`.
+ */
+function helperLog(logger: Logger): Log {
+  return (event, fields = {}) => (event === 'error' ? logger.error : logger.info)(event, { event, ...fields })
+}
+
 /** Pub/Sub's push envelope around Gmail's {emailAddress, historyId}; undefined when it is not one. */
 function notificationOf(body: Buffer): { emailAddress: string; historyId: string; messageId: string } | undefined {
   try {
@@ -254,6 +262,6 @@ export async function runCommand(argv: string[], io: { stdout(text: string): voi
     process.on('SIGINT', stop)
   })
   await helper.close()
-  io.stdout(JSON.stringify({ at: new Date().toISOString(), event: 'stopped' }) + '\n')
+  helperLog(createLogger((line) => io.stdout(line + '\n')))('stopped')
   return 0
 }
