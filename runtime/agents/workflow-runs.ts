@@ -12,6 +12,7 @@ import { createHttpStep } from '../workflows/http-step.js'
 import { WorkflowRunner, type StepActions, type WorkflowRequest } from '../workflows/runner.js'
 import { PENDING_WORKFLOW_RUN_BYTES, heldBytes, type Backlog } from './backlog.js'
 import { TurnTimeout, type ModelCalls } from './complete.js'
+import { wrapExternalContent } from './envelope.js'
 import type { InFlight } from './in-flight.js'
 import type { MainTurns } from './main-turns.js'
 
@@ -48,7 +49,7 @@ export class WorkflowRuns {
       },
       outputOf: (row) => runs.output(row),
     }, createStepActions({
-      complete: (agentId, message, timeoutSeconds) => models.complete(agentId, null, [{ role: 'user', content: message }], null, timeoutSeconds),
+      complete: (agentId, message, timeoutSeconds, origin) => models.complete(agentId, null, [{ role: 'user', content: origin.external ? wrapExternalContent(message, { source: origin.source }) : message }], null, timeoutSeconds),
       isTurnTimeout: (err) => err instanceof TurnTimeout,
       // a workflow's wake step asks for a turn right after (heartbeat below)
       queueEvent: (agentId, event) => turns.queueEvent(agentId, event, true),

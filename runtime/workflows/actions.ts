@@ -6,7 +6,8 @@ import { pause } from '../lib/retry.js'
 import { StepTimeout, type StepActions } from './runner.js'
 
 export interface StepWiring {
-  complete(agentId: string, message: string, timeoutSeconds: number): Promise<{ text: string }>
+  /** an agent step's model turn; `origin.external`: the message is wrapped in the safety envelope first */
+  complete(agentId: string, message: string, timeoutSeconds: number, origin: { external: boolean; source: string }): Promise<{ text: string }>
   /** the turn's own deadline passed (the step ends timed_out, not failed) */
   isTurnTimeout(err: unknown): boolean
   queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }): Promise<void>
@@ -19,7 +20,7 @@ export interface StepWiring {
 
 export function createStepActions(w: StepWiring): StepActions {
   return {
-    agent: (agentId, message, timeoutSeconds) => w.complete(agentId, message, timeoutSeconds)
+    agent: (agentId, message, timeoutSeconds, _signal, origin) => w.complete(agentId, message, timeoutSeconds, origin)
       .catch((err: Error) => { throw w.isTurnTimeout(err) ? new StepTimeout(err.message) : err }),
     wake: async (agentId, eventId, text, origin) => {
       await w.queueEvent(agentId, { id: eventId, runId: '', text, external: origin.external, source: origin.source })
