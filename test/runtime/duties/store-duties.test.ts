@@ -1,7 +1,7 @@
 // On PostgreSQL, the store's own loops (the prune, the session leases, the takeover sweep) are
-// duties like the others, started by the supervisor each in its place: the takeover sweep only
-// once resuming listens for what it takes over (a sweep before that claimed runs and dropped them
-// on the floor until the next start), and all of them stopped before the store closes.
+// duties like the others, started by the supervisor each in its place (the takeover sweep once
+// resuming listens for what it takes over, the session leases before resuming reads the wakes), and
+// all of them stopped before the store closes: a clean stop hands the sessions over at once.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { scenarioYaml } from '../../helpers/hosts.js'
