@@ -8,9 +8,10 @@
 // - ownership.ts: on a shared store, which runtime runs which session, and one turn per session key;
 // - resuming.ts: runs left unfinished by a restart or taken over from a dead runtime;
 // - in-flight.ts: the work under way, drained at stop.
-// Every run is on disk before the request is answered. Nothing here starts a background duty: the
-// workflow runner, resuming, the notifier and the store's loops are duties (runtime/duties/),
-// started and stopped in one place (runtime/serve/duties.ts).
+// Every run is on disk before the request is answered. Nothing here starts a background duty (the
+// workflow runner, resuming, the notifier and the store's loops are duties, runtime/duties/,
+// started and stopped in one place, runtime/serve/duties.ts); only each main session keeps its
+// agent's heartbeat timer (session.ts), set by configure and cleared by close.
 import type { BundleConfig, BundleRoute, BundleWorkflow } from '../bundle/format.js'
 import type { Deliverer, Route } from '../channels/deliverer.js'
 import { silentLogger, type Logger } from '../observe/log.js'

@@ -1,8 +1,9 @@
 // The one logger of the runtime: every line is one JSON object with the time (`t`, ISO 8601 UTC), a
 // level and a message, plus the fields given. It is injected (the composition root makes one over
-// where lines go: stdout, gathered per event-loop turn) into everything that logs; nothing in the
-// runtime writes to stderr or stdout by itself. The request log line (serve/service.ts requestLine)
-// has the same shape, written field by field for speed.
+// where the CLI says lines go: stdout, gathered per event-loop turn, and stderr for failures) into
+// everything that logs; nothing in the
+// runtime writes to stderr or stdout by itself (test/runtime/log-writes.test.ts). The request log
+// line (serve/logging.ts requestLine) has the same shape, written field by field for speed.
 import { isoNow } from './clock.js'
 
 export type LogLevel = 'info' | 'warn' | 'error'
