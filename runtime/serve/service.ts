@@ -5,16 +5,16 @@ import { randomBytes } from 'node:crypto'
 import { rmSync, watch, writeFileSync, type FSWatcher } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { basename, dirname, join, resolve } from 'node:path'
-import type { AddressInfo, Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { loadBundle, bundleFileOf, readBundleHash, type LoadedBundle } from '../bundle/load.js'
 import { resolveSecretValue, resolveToken } from '../bundle/secrets.js'
-import type { TransformInput } from '../bundle/format.js'
+import { DEFAULT_MAX_PENDING_BYTES, type BundleConfig, type TransformInput } from '../bundle/format.js'
 import { Engine, type EngineWiring } from '../agents/engine.js'
 import { createModelRegistry } from '../agents/models.js'
 import { createChannels } from '../channels/index.js'
-import { AddressMatcher, AuthLimiter, resolveClientAddress, TokenCheck } from '../http/auth.js'
-import { createHandler, maxPendingBytes, type RequestLog, type Serving } from '../http/server.js'
-import { HttpError, sendError } from '../http/errors.js'
+import { AddressMatcher, AuthLimiter, TokenCheck } from '../http/auth.js'
+import { createHandler, type RequestLog, type Serving } from '../http/handler.js'
+import { answerProtocolRefusals } from '../http/protocol.js'
 import { TransformPool } from '../transforms/pool.js'
 import { IdempotencyIndex } from '../http/idempotency.js'
 import { prepareSignatures } from '../http/signatures.js'
@@ -24,6 +24,7 @@ import type { RefusalRecorder, Store } from '../store/store.js'
 import { Scheduler } from '../scheduler/scheduler.js'
 import { fireTask, lastFiredSlots } from '../scheduler/fire.js'
 import { countReload, installMetricHooks, metricsRenderer } from '../observe/service-metrics.js'
+import { createLogger } from '../observe/log.js'
 
 export interface ServeOptions {
   bundle: string
@@ -152,8 +153,10 @@ export async function startService(options: ServeOptions): Promise<Service> {
   const handler = createHandler({
     current: () => serving,
     limiter,
-    engine,
+    acceptor: engine,
     idempotency,
+    // a failed transform's reason and our own failures, on stderr as before
+    logger: createLogger((line) => process.stderr.write(line + '\n')),
     startedAt,
     logBodies: options.logBodies === true,
     rejects: refusals,
@@ -179,27 +182,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     }),
   })
   server.on('request', handler)
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return socket.destroy()
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    const code = status === 431 ? 'headers_too_large' : status === 408 ? 'request_timeout' : 'bad_request'
-    // No request was parsed: no path, method or headers, and the peer is the address (no X-Forwarded-For to read).
-    refusals.note(resolveClientAddress((socket as Socket).remoteAddress, undefined, serving.trusted), '', status, code, '', undefined, undefined)
-    const body = JSON.stringify({ ok: false, error: status === 431 ? 'the request headers are too large' : status === 408 ? 'the request did not arrive in time' : 'the request is not valid HTTP', code })
-    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
-  })
-  // What Node would answer by itself without our JSON body: an Expect other than 100-continue (a bare
-  // 417), and CONNECT (the socket closed without a word). Both are refusals like any other.
-  server.on('checkExpectation', (req, res) => {
-    refusals.note(resolveClientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], serving.trusted), (req.url ?? '').slice(0, 512), 417, 'expectation_failed', req.method ?? '', req.headers, undefined)
-    res.setHeader('connection', 'close')
-    sendError(res, new HttpError(417, 'expectation_failed', 'only Expect: 100-continue is understood'))
-  })
-  server.on('connect', (req, socket) => {
-    refusals.note(resolveClientAddress((socket as Socket).remoteAddress, req.headers['x-forwarded-for'], serving.trusted), (req.url ?? '').slice(0, 512), 405, 'method_not_allowed', 'CONNECT', req.headers, undefined)
-    const body = JSON.stringify({ ok: false, error: 'CONNECT is not accepted here', code: 'method_not_allowed' })
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
-  })
+  answerProtocolRefusals(server, refusals, () => serving.trusted)
   // Transform processes start at the first call that needs one (that call waits for its process;
   // its timeout counts from the process being ready): started here they competed with the first
   // requests for the CPU and held memory (~7 MiB of their own each) in a server that may never run a transform.
@@ -359,6 +342,11 @@ export function requestLine(e: RequestLog): string {
  * Log lines to stdout, gathered and written together once per turn of the event loop (a write
  * call per request line showed in the profile). A long burst is written every 256 lines.
  */
+/** server.maxPendingBytes (older bundles carry none: the default). */
+function maxPendingBytes(config: BundleConfig): number {
+  return config.server.maxPendingBytes ?? DEFAULT_MAX_PENDING_BYTES
+}
+
 /** Said at start (and on a reload) so an operator need not guess why every hook is refused. */
 function disabledNotice(basePath: string): string {
   return `hooks are disabled (hooks.enabled is false): ingress is off, every path under ${basePath} answers 404 hooks_disabled`
