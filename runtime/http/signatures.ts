@@ -1,8 +1,9 @@
 // Sender signatures: each scheme's check of the raw body as received, one function per scheme, all
 // of one shape (keys, settings, headers, body, now → the delivery id, or why it failed); the keys
 // resolved once per load (a whsec_/whpk_ value that does not decode fails the start, naming its
-// reference); the delivery id a repeat is recognised by; and the payload a verified delivery's
-// mapping reads (GitHub's form deliveries unwrapped). Every comparison is timingSafeEqual on
+// reference); the delivery id a repeat is recognised by; the payload a verified delivery's mapping
+// reads (GitHub's form deliveries unwrapped); and the handshakes answered without a run (Slack's
+// url_verification, GitHub's ping). Every comparison is timingSafeEqual on
 // equal-length buffers; a failure's reason names the part that failed, never a secret or an
 // expected value.
 import { createHmac, createPublicKey, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto'
