@@ -4,6 +4,9 @@
 // route, holds the body to that route's limit, applies it (templates, transform, fan-out) and passes
 // each action through the policy into the runs to accept; or says what to record and answer instead
 // (filtered, skipped, a failed transform).
+//
+// Hot path: every mapped request comes through prepareMapped. The context and the kept request are
+// built once and shared by every run of the request; no file reads, no eval.
 import type { BundleConfig, BundleRoute, RenderContext } from '../bundle/format.js'
 import { isJwtValue, isSecretHeader } from '../bundle/template-helpers.js'
 import type { Submission } from '../agents/acceptor.js'
