@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { processIO, readCommandArgs } from '../cli/commands.js'
-import { sendJson } from '../runtime/http/errors.js'
+import { HttpError, sendError, sendJson } from '../runtime/http/errors.js'
 import { acquireStateLock, type StateLock } from '../runtime/store/open.js'
 import { HelperConfigError, PUSH_TOKEN_FILE, hookToken, loadHelperConfig, readRef, type HelperConfig } from './config.js'
 import { mailboxTokens } from './credentials.js'
@@ -102,7 +102,7 @@ export async function startHelper(options: HelperOptions): Promise<Helper> {
   const server = createServer((req, res) => {
     handle(req, res).catch((err) => {
       log('error', { during: 'request', error: (err as Error).message })
-      if (!res.headersSent) sendJson(res, 500, { ok: false, error: 'the helper failed to handle the push', code: 'internal_error' })
+      if (!res.headersSent) sendError(res, new HttpError(500, 'internal_error', 'the helper failed to handle the push'))
       else res.destroy()
     })
   })
@@ -110,25 +110,25 @@ export async function startHelper(options: HelperOptions): Promise<Helper> {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://receiver')
     if (url.pathname === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) return health(res)
-    if (url.pathname !== g.receiver.path) return sendJson(res, 404, { ok: false, error: 'no such path', code: 'not_found' })
-    if (req.method !== 'POST') return sendJson(res, 405, { ok: false, error: 'pushes are POSTed', code: 'method_not_allowed' }, { allow: 'POST' })
+    if (url.pathname !== g.receiver.path) return sendError(res, new HttpError(404, 'not_found', 'no such path'))
+    if (req.method !== 'POST') return sendError(res, new HttpError(405, 'method_not_allowed', 'pushes are POSTed', { allow: 'POST' }))
     if (!sameSecret(url.searchParams.get('token') ?? '', pushToken)) {
       log('push_refused', { reason: 'wrong or missing push token' })
-      return sendJson(res, 401, { ok: false, error: 'the push token is wrong or missing', code: 'unauthorized' })
+      return sendError(res, new HttpError(401, 'unauthorized', 'the push token is wrong or missing'))
     }
     if (oidc) {
       const verdict = await oidc.check(req.headers.authorization)
       if (!verdict.ok) {
         log('push_refused', { reason: verdict.reason })
-        return sendJson(res, verdict.status, { ok: false, error: verdict.reason, code: verdict.status === 401 ? 'unauthorized' : 'forbidden' })
+        return sendError(res, new HttpError(verdict.status, verdict.status === 401 ? 'unauthorized' : 'forbidden', verdict.reason))
       }
     }
     const body = await readBody(req)
-    if (body === undefined) return sendJson(res, 413, { ok: false, error: 'a push body is at most 64 KiB', code: 'payload_too_large' })
+    if (body === undefined) return sendError(res, new HttpError(413, 'payload_too_large', 'a push body is at most 64 KiB'))
     const note = notificationOf(body)
     if (!note) {
       log('push_refused', { reason: 'not a Pub/Sub push of a Gmail notification' })
-      return sendJson(res, 400, { ok: false, error: 'the body is not a pub/sub push of a gmail notification', code: 'invalid_push' })
+      return sendError(res, new HttpError(400, 'invalid_push', 'the body is not a pub/sub push of a gmail notification'))
     }
     lastPushAt = new Date().toISOString()
     if (note.emailAddress.toLowerCase() !== account!.toLowerCase()) {
@@ -137,12 +137,12 @@ export async function startHelper(options: HelperOptions): Promise<Helper> {
       return
     }
     log('push', { messageId: note.messageId, historyId: note.historyId })
-    if (closing) return sendJson(res, 503, { ok: false, error: 'the helper is stopping; pub/sub will redeliver', code: 'shutting_down' }, { 'retry-after': '10' })
+    if (closing) return sendError(res, new HttpError(503, 'shutting_down', 'the helper is stopping; pub/sub will redeliver', { 'retry-after': '10' }))
     try {
       await sync.requestSync('push')
     } catch {
       // the reason is in the log and on /healthz; Pub/Sub redelivers, and the outbox waits on disk
-      return sendJson(res, 503, { ok: false, error: 'the mail could not be handed to the hook yet; pub/sub will redeliver', code: 'sync_failed' }, { 'retry-after': '30' })
+      return sendError(res, new HttpError(503, 'sync_failed', 'the mail could not be handed to the hook yet; pub/sub will redeliver', { 'retry-after': '30' }))
     }
     res.writeHead(204).end()
   }

@@ -2,7 +2,7 @@
 // templates, hand its transform (secret headers redacted) to the processes that run it, merge
 // the transform's answer, and produce the action — or, when the mapping fans out (forEach, or a
 // transform that returns an array), one action per element with the element as {{item}}. Used by
-// the server and by `hookgate try`, so both answer the same.
+// the mapped endpoint's prepare (mapped.ts), which serve, `hookgate try` and the Test button share.
 //
 // Hot path: no file reads, no eval, no per-request allocation beyond the context and the action.
 import { DEFAULT_MAX_ITEMS, type BundleRoute, type RenderContext, type TransformInput, type WakeMode } from '../bundle/format.js'
@@ -46,18 +46,19 @@ export interface WorkflowAction {
 
 export type HookAction = WakeAction | AgentAction | WorkflowAction
 
-export type MappingOutcome =
+/** What a chosen route makes of a request. */
+export type RouteOutcome =
   | { kind: 'action'; route: BundleRoute; action: HookAction; external: boolean }
   /** one action per element of the forEach array or of the array the transform returned, in order */
   | { kind: 'fan-out'; route: BundleRoute; actions: HookAction[]; items: unknown[]; external: boolean }
   /** `empty`: the mapping fans out and the array had no element */
   | { kind: 'skip'; route: BundleRoute; reason?: 'empty' }
-  /** routes fit the payload's source, but the match.when of each did not hold; `route` is the first of them */
-  | { kind: 'filtered'; route: BundleRoute }
-  | { kind: 'no-match' }
-  | { kind: 'error'; route: BundleRoute; status: 500; code: 'transform_failed' | 'transform_timeout' | 'transform_invalid_output'; error: string }
+  | { kind: 'error'; route: BundleRoute; status: 500; code: TransformErrorCode; error: string }
   /** the request's fan-out cannot be accepted: forEach found no array (400), or more elements than maxItems (413) */
-  | { kind: 'error'; route: BundleRoute; status: 400 | 413; code: 'for_each_not_array' | 'too_many_items' | 'condition_text_too_long'; error: string }
+  | { kind: 'error'; route: BundleRoute; status: 400 | 413; code: 'for_each_not_array' | 'too_many_items'; error: string }
+
+/** A transform that failed: the run's row says how, the sender gets 500 with this code. */
+export type TransformErrorCode = 'transform_failed' | 'transform_timeout' | 'transform_invalid_output'
 
 /** Keys a transform may return, with the type each must have. */
 const OVERRIDES: ReadonlyMap<string, 'string' | 'boolean' | 'number' | 'mode'> = new Map(Object.entries({
@@ -111,12 +112,8 @@ function transformHeaders(headers: Record<string, string>): Record<string, strin
 
 const REDACTED = '[redacted]'
 
-export async function applyMapping(routes: readonly BundleRoute[] | undefined, input: MappingInput, runTransform?: TransformRunner): Promise<MappingOutcome> {
-  const chosen = routes ? selectRoute(routes, input) : NONE
-  if (chosen.kind === 'none') return { kind: 'no-match' }
-  if (chosen.kind === 'filtered') return { kind: 'filtered', route: chosen.route }
-  if (chosen.kind === 'too_costly') return { kind: 'error', route: chosen.route, status: 413, code: 'condition_text_too_long', error: chosen.error }
-  const route = chosen.route
+/** The chosen route's action(s) for the request: rendered, transformed, fanned out (selectRoute chose it). */
+export async function applyRoute(route: BundleRoute, input: MappingInput, runTransform?: TransformRunner): Promise<RouteOutcome> {
   const ctx: RenderContext = Object.assign(Object.create(null), input)
   const render = (field: keyof BundleRoute['render']): string | null => {
     const fn = route.render[field]
@@ -171,7 +168,7 @@ function withOverride(route: BundleRoute, action: HookAction, override: unknown)
   return override === undefined ? action : mergeOverride(action, override)
 }
 
-function invalidOutput(route: BundleRoute, problem: string): MappingOutcome {
+function invalidOutput(route: BundleRoute, problem: string): RouteOutcome {
   return { kind: 'error', route, status: 500, code: 'transform_invalid_output', error: `transform of mapping "${route.id}" returned ${problem}` }
 }
 

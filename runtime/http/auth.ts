@@ -1,7 +1,8 @@
 // Who is calling and may they: the hook token (constant-time; an Authorization header before
 // x-hookgate-token), the client address in one canonical spelling (socket peer, or the right-most
 // untrusted X-Forwarded-For hop behind a trusted proxy) and the per-address lock-out after repeated
-// failures, bounded in memory (lockout.ts, re-exported here).
+// failures, bounded in memory (lockout.ts, re-exported here). The refusals a request gets from them
+// are in refusals.ts.
 import { hash as hashOnce, timingSafeEqual } from 'node:crypto'
 import { BlockList, isIP } from 'node:net'
 import type { IncomingHttpHeaders } from 'node:http'

@@ -1,7 +1,7 @@
 // What `hookgate serve` says, besides what its parts log through the injected logger
 // (runtime/observe/log.ts): the request log line, written field by field for speed, and the
 // sentences said at start and on a reload. Every line is one JSON object with `t`.
-import type { RequestLog } from '../http/server.js'
+import type { RequestLog } from '../http/exchange.js'
 import { isoNow } from '../observe/clock.js'
 import type { Logger } from '../observe/log.js'
 

@@ -9,7 +9,7 @@ import type { EngineWiring } from '../agents/engine.js'
 import { createModelRegistry } from '../agents/models.js'
 import { createChannels } from '../channels/index.js'
 import { AddressMatcher, TokenCheck } from '../http/auth.js'
-import type { Serving } from '../http/server.js'
+import type { Serving } from '../http/exchange.js'
 import { prepareSignatures } from '../http/signatures.js'
 import { TransformPool } from '../transforms/pool.js'
 

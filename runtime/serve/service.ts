@@ -11,7 +11,9 @@ import { loadBundle, bundleFileOf } from '../bundle/load.js'
 import { Engine } from '../agents/engine.js'
 import type { Supervisor } from '../duties/supervisor.js'
 import { AuthLimiter } from '../http/auth.js'
-import { createHandler, maxPendingBytes, type Serving } from '../http/server.js'
+import { createHandler, type Serving } from '../http/handler.js'
+import { answerProtocolRefusals } from '../http/protocol.js'
+import { DEFAULT_MAX_PENDING_BYTES, type BundleConfig } from '../bundle/format.js'
 import { IdempotencyIndex } from '../http/idempotency.js'
 import { Notifier } from '../notify/notifier.js'
 import { createLogger, type Logger } from '../observe/log.js'
@@ -22,7 +24,7 @@ import { acquireStateLock, connectStore, openStore, shownStoreUrl, storeOptionsO
 import type { RefusalRecorder, Store } from '../store/store.js'
 import { removeAddressFile, writeAddressFile } from './address-file.js'
 import { registerDuties } from './duties.js'
-import { createListener, listen, listeningUrl, refuseUnparsed, stopListening } from './listener.js'
+import { createListener, listen, listeningUrl, stopListening } from './listener.js'
 import { requestLine, sayDisabled } from './logging.js'
 import { prepare, type Prepared } from './prepare.js'
 import { DEFAULT_RELOAD_DEADLINE_MS, createReloader } from './reload.js'
@@ -162,7 +164,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     const handler = createHandler({
       current: () => serving!,
       limiter,
-      engine,
+      acceptor: engine,
       idempotency,
       startedAt,
       logBodies: options.logBodies === true,
@@ -191,7 +193,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
       }),
     })
     server.on('request', handler)
-    refuseUnparsed(server, refusals, () => serving!.trusted)
+    answerProtocolRefusals(server, refusals, () => serving!.trusted)
   } catch (err) {
     await new Promise<void>((ok) => server.close(() => ok()))
     await duties?.stop()
@@ -230,4 +232,9 @@ export async function startService(options: ServeOptions): Promise<Service> {
     throw err
   }
   return { url, port: boundPort, stateDir, server, engine: engineOpen, scheduler, duties: supervisor, current: () => serving!, reload: reloader.reload, close }
+}
+
+/** server.maxPendingBytes (older bundles carry none: the default). */
+function maxPendingBytes(config: BundleConfig): number {
+  return config.server.maxPendingBytes ?? DEFAULT_MAX_PENDING_BYTES
 }

@@ -3,7 +3,7 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { requestLine } from '../../runtime/serve/service.js'
-import type { RequestLog } from '../../runtime/http/server.js'
+import type { RequestLog } from '../../runtime/http/handler.js'
 
 const line = suite('requestLine')
 

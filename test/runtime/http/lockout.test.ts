@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert'
 import { loadBundle } from '../../../runtime/bundle/load.js'
 import { Engine } from '../../../runtime/agents/engine.js'
 import { AddressMatcher, AuthLimiter, TokenCheck, tokenDigest } from '../../../runtime/http/auth.js'
-import { createHandler } from '../../../runtime/http/server.js'
+import { createHandler } from '../../../runtime/http/handler.js'
 import { assertError, assertOk, compileProject, send, serve, setTestToken, sleep, type Harness, type Reply } from './harness.js'
 
 const TOKEN = setTestToken()
@@ -204,7 +204,7 @@ held.before(async (ctx) => {
   ctx.limiter = new AuthLimiter(bundle.config.server.authFailures)
   ctx.engine = Engine.open(openStore(project.stateDir, storeOptionsOf(bundle.config, false)), bundle.config, bundle.workflows)
   const serving = { bundle, token: new TokenCheck(tokenDigest(TOKEN)), trusted: new AddressMatcher(bundle.config.server.trustedProxies), transforms: null, signatures: new Map() }
-  ctx.server = createServer(createHandler({ current: () => serving, limiter: ctx.limiter, engine: ctx.engine, startedAt: Date.now(), log: () => {} }))
+  ctx.server = createServer(createHandler({ current: () => serving, limiter: ctx.limiter, acceptor: ctx.engine, startedAt: Date.now(), log: () => {} }))
   await new Promise<void>((resolve) => ctx.server.listen(0, '127.0.0.1', resolve))
   ctx.origin = `http://127.0.0.1:${(ctx.server.address() as AddressInfo).port}`
 })
