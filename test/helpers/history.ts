@@ -21,9 +21,24 @@ async function reading<T>(stateDir: string, read: (history: HistoryReader) => Pr
   }
 }
 
-/** Every run row stored for `stateDir`, newest first. */
+/**
+ * Every run row stored for `stateDir`, newest first, as the file store's history folds them: with
+ * the request and the received request a row keeps in its own line (PostgreSQL keeps them in
+ * columns beside the row: they are read from there), not those in a blob or a fan-out's holder.
+ */
 export function readRows(stateDir: string): Promise<RunRow[]> {
-  return reading(stateDir, async (h) => (await h.read()).rows)
+  return reading(stateDir, async (h) => Promise.all((await h.read()).rows.map(async (row) => {
+    let full = row
+    if (row.request === undefined && !row.requestBlob) {
+      const request = await h.request(row)
+      if (request !== undefined) full = { ...full, request }
+    }
+    if (row.received === undefined && !row.receivedBlob && row.receivedIn === undefined) {
+      const received = await h.received(row)
+      if (received !== undefined) full = { ...full, received }
+    }
+    return full
+  })))
 }
 
 /** The run row with this id as it is stored now. */
@@ -54,4 +69,9 @@ export function readLog<R extends object>(stateDir: string, name: string): Promi
 /** The rejected-request log, the last record per bucket. */
 export function readRejects(stateDir: string): Promise<RejectRecord[]> {
   return reading(stateDir, async (h) => (await h.rejects()).records)
+}
+
+/** A record log as JSON lines, one record a line, as the file store writes it. */
+export async function readLogText(stateDir: string, name: string): Promise<string> {
+  return (await readLog<object>(stateDir, name)).map((record) => JSON.stringify(record) + '\n').join('')
 }
