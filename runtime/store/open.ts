@@ -3,7 +3,7 @@
 import { FileStore, type FileStoreOptions } from './file/index.js'
 import { FileHistory } from './file/history.js'
 import { Journal, type FlushEvent } from './file/journal.js'
-import { RunStore } from './file/runs.js'
+import { RunMirror } from './run-log.js'
 import type { HistoryReader, RunAction, RunStatus, Store } from './store.js'
 
 // The state directory's lock: one server per state directory (the Gmail helper locks its own too).
@@ -96,10 +96,13 @@ export function openHistory(stateDir: string, url?: string): HistoryReader {
   }
 }
 
-/** What the metrics count of the store: every flush of a log, every status a run enters once durable. */
+/**
+ * What the metrics count of the stores: every flush of a file log, and every status a run enters
+ * once durable, on either store (the run log above both drivers tells it: run-log.ts).
+ */
 export function observeStore(hooks: { onFlush?: (e: FlushEvent) => void; onDurable?: (action: RunAction, status: RunStatus) => void }): void {
   Journal.onFlush = hooks.onFlush
-  RunStore.onDurable = hooks.onDurable
+  RunMirror.onDurable = hooks.onDurable
 }
 
 /** Whether `spec` names a PostgreSQL store (postgres:// or postgresql://). */

@@ -1,10 +1,11 @@
 // The main session and its heartbeat: queued events, coalesced `now` wakes, collapsed duplicates,
 // the bounded queue, and turns on one session key running one at a time.
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
+import { sessionLogName } from '../../../runtime/store/store.js'
+import { readLog } from '../../helpers/history.js'
+import { divergesOnPostgres, WAKES_BEFORE_SESSION } from '../../helpers/stores.js'
 import { compileProject, post, runReaches, serveProject, setTestToken, sleep, until, type Harness } from '../http/harness.js'
 
 const token = setTestToken()
@@ -21,7 +22,7 @@ providers:
 agents:
   - ${agent}
 `
-const turnsOf = (h: Harness) => readFileSync(join(h.stateDir, 'sessions', 'main', 'main.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.type === 'turn')
+const turnsOf = async (h: Harness) => (await readLog<{ type: string; events: string[] }>(h.stateDir, sessionLogName('main'))).filter((r) => r.type === 'turn')
 const wake = (h: Harness, text: string, mode: string) => post(h.origin, '/hooks/wake', token, { text, mode }).then((r) => { assert.is(r.status, 200); return r.json.runId as string })
 const heartbeatRequests = () => model.requests.filter((r) => String(r.body?.messages?.[0]?.content ?? '').startsWith('Heartbeat'))
 
@@ -48,7 +49,7 @@ hb('now wakes arriving together coalesce into fewer turns, and every wake run su
   try {
     const ids = await Promise.all(Array.from({ length: 10 }, (_, i) => wake(h, `event ${i}`, 'now')))
     for (const id of ids) await runReaches(h.stateDir, id, 'succeeded', 5000)
-    const turns = turnsOf(h)
+    const turns = await turnsOf(h)
     assert.ok(turns.length < 10, `${turns.length} turns for 10 wakes`)
     assert.is(turns.flatMap((t) => t.events).length, 10, 'each event was read exactly once')
   } finally {
@@ -57,7 +58,7 @@ hb('now wakes arriving together coalesce into fewer turns, and every wake run su
   }
 })
 
-hb('identical consecutive events are read once', async () => {
+divergesOnPostgres(hb, WAKES_BEFORE_SESSION)('identical consecutive events are read once', async () => {
   const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: "off" } }')))
   try {
     model.requests.length = 0
@@ -67,13 +68,13 @@ hb('identical consecutive events are read once', async () => {
     await runReaches(h.stateDir, last, 'succeeded')
     const prompt = String(heartbeatRequests().at(-1)?.body.messages[1].content)
     assert.is(prompt.split('the same alert').length - 1, 1, prompt)
-    assert.is(turnsOf(h).at(-1).events.length, 3)
+    assert.is((await turnsOf(h)).at(-1)!.events.length, 3)
   } finally {
     await h.close()
   }
 })
 
-hb('the queue is bounded: the oldest events are dropped first and their runs say so', async () => {
+divergesOnPostgres(hb, WAKES_BEFORE_SESSION)('the queue is bounded: the oldest events are dropped first and their runs say so', async () => {
   const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: "off", maxQueuedEvents: 3 } }')))
   try {
     const ids: string[] = []
@@ -87,7 +88,7 @@ hb('the queue is bounded: the oldest events are dropped first and their runs say
   }
 })
 
-hb('a wake that displaces the oldest queued event is answered after its own commit, not after the record settling the displaced run', async () => {
+divergesOnPostgres(hb, WAKES_BEFORE_SESSION)('a wake that displaces the oldest queued event is answered after its own commit, not after the record settling the displaced run', async () => {
   const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: "off", maxQueuedEvents: 1 } }')))
   const runs = h.service.engine.runs
   const settle = runs.settle.bind(runs)

@@ -2,7 +2,8 @@
 // 429 with Retry-After until the lock-out ends; a correct token still passes and clears the count;
 // the address is the socket peer, or behind a trusted proxy the right-most untrusted
 // X-Forwarded-For hop; and the limiter's memory stays bounded however many addresses fail.
-import { openStore, storeOptionsOf } from '../../../runtime/store/open.js'
+import { storeOptionsOf } from '../../../runtime/store/open.js'
+import { openTestStore } from '../../helpers/stores.js'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { suite } from 'uvu'
@@ -202,7 +203,7 @@ held.before(async (ctx) => {
   const project = await compileProject(PROXIED)
   const bundle = await loadBundle(project.outDir)
   ctx.limiter = new AuthLimiter(bundle.config.server.authFailures)
-  ctx.engine = Engine.open(openStore(project.stateDir, storeOptionsOf(bundle.config, false)), bundle.config, bundle.workflows)
+  ctx.engine = Engine.open(await openTestStore(project.stateDir, storeOptionsOf(bundle.config, false)), bundle.config, bundle.workflows)
   const serving = { bundle, token: new TokenCheck(tokenDigest(TOKEN)), trusted: new AddressMatcher(bundle.config.server.trustedProxies), transforms: null, signatures: new Map() }
   ctx.server = createServer(createHandler({ current: () => serving, limiter: ctx.limiter, acceptor: ctx.engine, startedAt: Date.now(), log: () => {} }))
   await new Promise<void>((resolve) => ctx.server.listen(0, '127.0.0.1', resolve))

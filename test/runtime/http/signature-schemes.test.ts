@@ -2,6 +2,8 @@
 // (Standard Webhooks' reference vector, Slack's worked example) and payloads signed the way each
 // provider documents it: valid passes; tampered body, wrong secret, stale or future timestamp,
 // missing or malformed header fail with a reason that names the part and never a secret.
+//
+// store: none — each scheme checked on its own: the PostgreSQL pass leaves it out.
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { suite } from 'uvu'

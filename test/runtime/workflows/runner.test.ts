@@ -1,5 +1,7 @@
 // The workflow runner over in-memory fakes: the graph order, one row per step, retries with backoff,
 // if: skips, deadlines, and a resume that reuses what finished instead of running it again.
+//
+// store: none — the runner over in-memory fakes: the PostgreSQL pass leaves it out.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { WorkflowRunner, retryDelayMs, isFalsyCondition, type StepActions, type StepStore, type WorkflowRequest } from '../../../runtime/workflows/runner.js'
