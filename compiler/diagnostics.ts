@@ -228,3 +228,10 @@ export function closest(word: string, candidates: Iterable<string>): string | un
   const limit = Math.max(1, Math.min(3, Math.floor(word.length / 3)))
   return bestScore <= limit ? best : undefined
 }
+
+/** "Did you mean" one of the options that `fits` where the word stands, else the list of all of them. */
+export function hintFrom(word: string, options: Set<string>, fits: (option: string) => boolean = () => true): string | undefined {
+  const guess = closest(word, [...options].filter(fits))
+  if (guess !== undefined) return `did you mean "${guess}"?`
+  return options.size > 0 ? `declared: ${[...options].join(', ')}` : undefined
+}
