@@ -8,8 +8,6 @@ import type { HistoryReader, RunAction, RunStatus, Store } from './store.js'
 
 // The state directory's lock: one server per state directory (the Gmail helper locks its own too).
 export { acquireStateLock, type StateLock } from './file/state-lock.js'
-// The history defaults the compiler writes into a bundle's server.history.
-export { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from './file/runs.js'
 import type { BundleConfig, BundleStore } from '../bundle/format.js'
 import { resolveSecretValue, SecretError } from '../bundle/secrets.js'
 

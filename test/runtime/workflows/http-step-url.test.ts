@@ -11,7 +11,7 @@ import { post, serve, setTestToken, until, type Harness } from '../http/harness.
 import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
 import { compileTemplate } from '../../../compiler/templates.js'
 import { templateHelpers, type CompiledRender } from '../../../runtime/bundle/template-helpers.js'
-import { scopedStepUrl, StepUrlRefused } from '../../../runtime/workflows/step-url.js'
+import { scopedStepUrl, StepUrlRefused } from '../../../runtime/bundle/step-url.js'
 
 const token = setTestToken()
 process.env.HOOKGATE_TEST_MEMBERS_KEY = 'members-admin-key-7731'
