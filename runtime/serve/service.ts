@@ -19,6 +19,7 @@ import { TransformPool } from '../transforms/pool.js'
 import { IdempotencyIndex } from '../http/idempotency.js'
 import { prepareSignatures } from '../http/signatures.js'
 import { isoNow } from '../observe/clock.js'
+import { ADDRESS_FILE } from '../lib/address-file.js'
 import { acquireStateLock, connectStore, openStore, shownStoreUrl, storeOptionsOf, storeUrlOf } from '../store/open.js'
 import type { RefusalRecorder, Store } from '../store/store.js'
 import { Scheduler } from '../scheduler/scheduler.js'
@@ -61,9 +62,6 @@ export interface Service {
   /** stop accepting, drain, close the state; resolves when done */
   close(): Promise<void>
 }
-
-/** `<state>/address.json`: where the server owning the state listens ({ url, basePath, pid }) */
-export const ADDRESS_FILE = 'address.json'
 
 export async function startService(options: ServeOptions): Promise<Service> {
   const out = options.write ? null : batchedStdout()
