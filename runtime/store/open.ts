@@ -6,8 +6,8 @@ import { Journal, type FlushEvent } from './file/journal.js'
 import { RunStore } from './file/runs.js'
 import type { HistoryReader, RunAction, RunStatus, Store } from './store.js'
 
-// The state directory's lock: one server per state directory (the Gmail helper locks its own too).
-export { acquireStateLock, type StateLock } from './file/state-lock.js'
+// The state directory's lock (runtime/lib/state-lock.ts): one server per state directory.
+export { acquireStateLock, type StateLock } from '../lib/state-lock.js'
 import type { BundleConfig, BundleStore } from '../bundle/format.js'
 import { resolveSecretValue, SecretError } from '../bundle/secrets.js'
 
