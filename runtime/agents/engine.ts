@@ -93,10 +93,7 @@ interface Prepared { run: NewRun; pending?: { holds: unknown; bytes: number }; s
 /** What a wake's run row keeps of its event; `now` asks for a turn at once (a shared session's owner reads it). */
 interface WakeEvent { text: string; external: boolean; source: string; now?: true }
 
-type IsolatedRecord =
-  | { type: 'isolated'; runId: string; sessionKey: string; at: string; prompt: string; reply: string }
-  /** the reply reached its channel: a run resumed after a crash does not send it twice */
-  | { type: 'delivered'; runId: string; at: string; note: string }
+import type { IsolatedRecord } from './transcripts.js'
 type AgentRequest = Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'>
 
 export const DEFAULT_TURN_TIMEOUT_SECONDS = 120
