@@ -112,13 +112,6 @@ export const DiagnosticCodes = {
 
 export type DiagnosticCode = keyof typeof DiagnosticCodes
 
-/** Exit codes of the hookgate CLI (tested against the real binary). */
-export const ExitCode = {
-  ok: 0,
-  configErrors: 1,
-  usageOrInternal: 2,
-} as const
-
 /** Collects findings from every phase; phases never throw for config mistakes. */
 export class DiagnosticBag {
   readonly items: Diagnostic[] = []

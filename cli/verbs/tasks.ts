@@ -2,19 +2,33 @@
 // compiled bundle with its next firing times, and its last firing when a run history is at hand.
 // Reads the bundle and the history only; the list goes to stdout, notes to stderr.
 import { existsSync } from 'node:fs'
-import type { BundleTask } from '../runtime/bundle/format.js'
-import { loadBundle, type LoadedBundle } from '../runtime/bundle/load.js'
-import { getCommand, readCommandArgs, usageLine, processIO } from './commands.js'
-import { openHistory, storeUrlOf } from '../runtime/store/open.js'
-import { storeFlagOk } from './runs.js'
-import { printable, type CommandIO } from './runs.js'
-import { slotClock } from '../runtime/scheduler/cron.js'
-import { lastFiredSlots } from '../runtime/scheduler/fire.js'
+import { ExitCode } from '../exit-codes.js'
+import { BUNDLE_FLAG, DEFAULT_STATE_DIR, jsonFlag, processIO, readCommandArgs, usageLine, wholeNumber, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
+import { printable, storeFlagOk } from '../history.js'
+import type { BundleSchedule, BundleTask } from '../../runtime/bundle/format.js'
+import type { LoadedBundle } from '../../runtime/bundle/load.js'
+import type { SlotClock } from '../../runtime/scheduler/cron.js'
 
-const EXIT = { ok: 0, failed: 1, usage: 2 } as const
-const TASKS_USAGE = usageLine(getCommand('tasks'))
 const MAX_COUNT = 1000
 
+export const spec: CommandSpec = {
+  name: 'tasks',
+  readsState: true,
+  args: '',
+  summary: 'list the scheduled tasks of a compiled bundle with their next firing times',
+  flags: [
+    BUNDLE_FLAG,
+    { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each task\'s last firing (default: .hookgate)' },
+    { name: 'store', value: 'URL', description: 'read each task\'s last firing from a PostgreSQL store (postgres://…) instead of the state directory (default: the bundle\'s server.store)' },
+    jsonFlag('the tasks as a JSON array'),
+    { name: 'count', value: 'N', default: '5', description: 'how many next firing times to show per task' },
+  ],
+  notes: [
+    'times are ISO-8601 UTC; a cron schedule is read in its task\'s timezone (default UTC)',
+  ],
+}
+
+const TASKS_USAGE = usageLine(spec)
 
 export interface TaskListing {
   id: string
@@ -30,8 +44,8 @@ export interface TaskListing {
   next: string[]
 }
 
-/** The tasks with their next `count` slots after `now`. */
-export function listTasks(tasks: readonly BundleTask[], lastFired: ReadonlyMap<string, number>, count: number, now: number): TaskListing[] {
+/** The tasks with their next `count` slots after `now` (`slotClock`: runtime/scheduler/cron.ts's). */
+export function listTasks(tasks: readonly BundleTask[], lastFired: ReadonlyMap<string, number>, count: number, now: number, slotClock: (when: BundleSchedule) => SlotClock): TaskListing[] {
   return tasks.map((t) => {
     const next: string[] = []
     if (t.when) {
@@ -52,28 +66,30 @@ export function listTasks(tasks: readonly BundleTask[], lastFired: ReadonlyMap<s
   })
 }
 
-export async function tasksCommand(argv: string[], defaults: { stateDir: string }, io: CommandIO = processIO, now: () => number = Date.now): Promise<number> {
-  const parsed = readCommandArgs('tasks', argv, io)
-  if (parsed.kind !== 'ok') return parsed.exit!
+export async function run(argv: string[], io: CommandIO = processIO, context: VerbContext & { stateDir?: string } = {}): Promise<number> {
+  const parsed = readCommandArgs(spec, argv, io)
+  if (parsed.kind !== 'ok') return parsed.exit
   const values = parsed.values as { bundle: string; state?: string; store?: string; json?: boolean; count: string }
-  if (!storeFlagOk('tasks', values.store, io)) return EXIT.usage
-  if (!/^[1-9][0-9]*$/.test(values.count) || Number(values.count) > MAX_COUNT) {
+  if (!await storeFlagOk('tasks', values.store, io)) return ExitCode.usage
+  if (wholeNumber(values.count, MAX_COUNT) === undefined) {
     io.stderr(`hookgate tasks: --count takes a whole number from 1 to ${MAX_COUNT}, not "${values.count}"\n${TASKS_USAGE}\n`)
-    return EXIT.usage
+    return ExitCode.usage
   }
+  const { loadBundle } = await import('../../runtime/bundle/load.js')
   let bundle: LoadedBundle
   try {
     bundle = await loadBundle(values.bundle)
   } catch (err) {
     io.stderr(`hookgate tasks: ${(err as Error).message}\n`)
-    return EXIT.failed
+    return ExitCode.refused
   }
   const tasks: readonly BundleTask[] = bundle.config.tasks
-  const stateDir = values.state ?? defaults.stateDir
+  const stateDir = values.state ?? context.stateDir ?? DEFAULT_STATE_DIR
   // --store wins; else the database the bundle's runtime writes to (server.store). One that cannot
   // be named here is said, not swapped for the state directory, whose history would be the wrong one.
   let store = values.store
   let storeUnknown: string | undefined
+  const { openHistory, storeUrlOf } = await import('../../runtime/store/open.js')
   if (store === undefined && bundle.config.server.store) {
     try {
       store = storeUrlOf(bundle.config.server.store, bundle.configDir)
@@ -87,6 +103,7 @@ export async function tasksCommand(argv: string[], defaults: { stateDir: string 
   } else if (store !== undefined || existsSync(stateDir)) {
     const reader = openHistory(stateDir, store)
     try {
+      const { lastFiredSlots } = await import('../../runtime/scheduler/fire.js')
       lastFired = lastFiredSlots((await reader.read()).rows)
     } catch (err) {
       io.stderr(`hookgate tasks: warning: cannot read the run history in ${reader.where}: ${(err as Error).message}\n`)
@@ -94,17 +111,18 @@ export async function tasksCommand(argv: string[], defaults: { stateDir: string 
       await reader.close().catch(() => {})
     }
   }
-  const listing = listTasks(tasks, lastFired, Number(values.count), now())
+  const { slotClock } = await import('../../runtime/scheduler/cron.js')
+  const listing = listTasks(tasks, lastFired, Number(values.count), (context.now ?? Date.now)(), slotClock)
   if (values.json) {
     io.stdout(`${JSON.stringify(listing, null, 2)}\n`)
-    return EXIT.ok
+    return ExitCode.ok
   }
   if (listing.length === 0) {
     io.stderr('no tasks in this bundle (agents[].tasks in hooks.yaml)\n')
-    return EXIT.ok
+    return ExitCode.ok
   }
   io.stdout(listing.map(formatTask).join('\n'))
-  return EXIT.ok
+  return ExitCode.ok
 }
 
 function formatTask(t: TaskListing): string {
