@@ -1,7 +1,8 @@
 // The conversion behind `hookgate import openclaw FILE` (cli/verbs/import-openclaw.ts): the `hooks`
 // block of an OpenClaw config (JSON5, parsed) into a hookgate hooks.yaml. Every key is either
 // carried over or listed with the reason it was not; a secret written in the OpenClaw file becomes a
-// `${ENV}` reference and never reaches the output or the report.
+// `${ENV}` reference and never reaches the output or the report. Over 400 lines because it is one
+// table of OpenClaw's keys, each with what becomes of it: split, the reasons would scatter.
 import { isAbsolute, join, relative, resolve } from 'node:path'
 import { Document, isMap, isSeq, type Node } from 'yaml'
 import { WELL_KNOWN_PROVIDERS } from './resolve-agents.js'
