@@ -5,8 +5,10 @@
 // parsed without being documented; a test walks the table.
 //
 // bin/hookgate.js imports only the verb it runs; it loads this table for the help, a group's help
-// and an unknown command. A verb imports its libraries (compiler, runtime, control plane) when it
-// runs, so loading every verb here loads none of them.
+// and an unknown command. A verb imports the compiler, the control plane or the Gmail helper only
+// when it runs, so neither this table nor a runtime command ever loads them (test/cli/verbs.test.ts);
+// the runtime's modules a verb imports as usual, so that the bundles of `serve` (build/serve/) and
+// of `compile --standalone` hold the runtime as plain modules, not behind lazy loaders.
 import { ExitCode } from './exit-codes.js'
 import { PROGRAM, synopsis, type CommandSpec, type Verb } from './flags.js'
 import * as compile from './verbs/compile.js'

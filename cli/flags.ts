@@ -56,7 +56,7 @@ export interface VerbContext {
   env?: NodeJS.ProcessEnv
 }
 
-/** A command: its spec and what runs it. Every module under cli/verbs/ is one. */
+/** A command: its spec and what runs it. Every module under cli/verbs/ is one (it imports the compiler, admin or gmail only when it runs). */
 export interface Verb {
   spec: CommandSpec
   run(argv: string[], io?: CommandIO, context?: VerbContext): Promise<number>

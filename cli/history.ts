@@ -3,7 +3,7 @@
 // writing, so it works while a server holds it; a missing state directory is an empty history.
 // What cannot be read is said on stderr, never thrown. The table, the row and the summary a
 // terminal shows; every cell made printable, since names and errors can come from payloads.
-// The store is loaded when a command first reads (the command table loads no library).
+import { isPostgresUrl, openHistory } from '../runtime/store/open.js'
 import type { HistoryReader, RunHistory, RunRow, RunStatus } from '../runtime/store/store.js'
 import type { CommandIO } from './flags.js'
 
@@ -13,8 +13,7 @@ const ERROR_MAX = 60
 export const RUN_STATUSES: readonly RunStatus[] = ['succeeded', 'failed', 'timed_out', 'skipped', 'running', 'queued']
 
 /** The history a CLI reads: the PostgreSQL store's when `store` names one, else the state directory's. */
-export async function historyAt(stateDir: string, store?: string): Promise<HistoryReader> {
-  const { openHistory } = await import('../runtime/store/open.js')
+export function historyAt(stateDir: string, store?: string): HistoryReader {
   return openHistory(stateDir, store)
 }
 
@@ -43,18 +42,10 @@ export async function readAll(command: string, reader: HistoryReader, io: Comman
 }
 
 /** --store: a postgres:// URL or nothing; says why not on stderr. */
-export async function storeFlagOk(command: string, store: string | undefined, io: CommandIO, otherwise = 'without it the state directory is read'): Promise<boolean> {
-  if (store === undefined) return true
-  const { isPostgresUrl } = await import('../runtime/store/open.js')
-  if (isPostgresUrl(store)) return true
+export function storeFlagOk(command: string, store: string | undefined, io: CommandIO, otherwise = 'without it the state directory is read'): boolean {
+  if (store === undefined || isPostgresUrl(store)) return true
   io.stderr(`hookgate ${command}: --store takes a postgres:// (or postgresql://) URL; ${otherwise}\n`)
   return false
-}
-
-/** --since: a duration such as 90s, 15m, 2h or 7d, in ms; undefined when it is none. */
-export async function sinceMs(text: string): Promise<number | undefined> {
-  const { parseDuration } = await import('../runtime/observe/clock.js')
-  return parseDuration(text)
 }
 
 /** Fields too large or too raw for the text view; --json shows them. */

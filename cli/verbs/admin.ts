@@ -6,6 +6,7 @@ import { ExitCode } from '../exit-codes.js'
 import { portNumber, processIO, readCommandArgs, usageLine, type CommandIO, type CommandSpec } from '../flags.js'
 import { storeFlagOk } from '../history.js'
 import { readConfig } from '../definitions.js'
+import { storeUrlOf } from '../../runtime/store/open.js'
 
 export const spec: CommandSpec = {
   name: 'admin',
@@ -30,7 +31,7 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
   const parsed = readCommandArgs(spec, argv, io)
   if (parsed.kind !== 'ok') return parsed.exit
   const v = parsed.values as { config: string; out: string; state?: string; store?: string; host: string; port: string; 'public-url'?: string }
-  if (!await storeFlagOk('admin', v.store, io)) return ExitCode.usage
+  if (!storeFlagOk('admin', v.store, io)) return ExitCode.usage
   const port = portNumber(v.port)
   if (port === undefined) {
     io.stderr(`hookgate admin: --port takes a number from 0 to 65535\n${usageLine(spec)}\n`)
@@ -94,6 +95,5 @@ async function configuredStore(value: Record<string, any>, configFile: string): 
   const { secretSpecOf } = await import('../../admin/tokens.js')
   const url = secretSpecOf(typeof ref === 'object' && ref !== null && 'url' in ref ? (ref as { url: unknown }).url : ref)
   if (url === undefined) throw new Error('server.store is not a reference (${HOOKGATE_STORE_URL}, { env }, { file }); hookgate compile says why')
-  const { storeUrlOf } = await import('../../runtime/store/open.js')
   return storeUrlOf({ url }, dirname(resolve(configFile)))
 }

@@ -3,8 +3,9 @@
 // state; a missing log is an empty answer. The table or the JSON array goes to stdout, the summary
 // and warnings to stderr.
 import { ExitCode } from '../exit-codes.js'
+import { parseDuration } from '../../runtime/observe/clock.js'
 import { DEFAULT_STATE_DIR, HISTORY_FLAGS, jsonFlag, processIO, readCommandArgs, usageLine, wholeNumber, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
-import { alignedTable, clipCell, historyAt, sinceMs, storeFlagOk } from '../history.js'
+import { alignedTable, clipCell, historyAt, storeFlagOk } from '../history.js'
 import type { RejectRecord } from '../../runtime/store/store.js'
 
 export const DEFAULT_REJECTS_LIMIT = 50
@@ -41,7 +42,7 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
   }
   let since: number | undefined
   if (values.since !== undefined) {
-    since = await sinceMs(values.since)
+    since = parseDuration(values.since)
     if (since === undefined) {
       io.stderr(`hookgate rejects: --since takes a duration such as 90s, 15m, 2h or 7d, not "${values.since}"\n${REJECTS_USAGE}\n`)
       return ExitCode.usage
@@ -53,9 +54,9 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
   }
   const stateDir = values.state ?? context.stateDir ?? DEFAULT_STATE_DIR
 
-  if (!await storeFlagOk('rejects', values.store, io)) return ExitCode.usage
+  if (!storeFlagOk('rejects', values.store, io)) return ExitCode.usage
   let log
-  const reader = await historyAt(stateDir, values.store)
+  const reader = historyAt(stateDir, values.store)
   try {
     log = await reader.rejects()
   } catch (err) {

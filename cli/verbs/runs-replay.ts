@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { ExitCode } from '../exit-codes.js'
 import { DEFAULT_STATE_DIR, processIO, readCommandArgs, usageLine, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
 import { historyAt, printable, readHistory } from '../history.js'
+import { GENERATED_TOKEN_FILE } from '../../runtime/bundle/secrets.js'
 
 export const spec: CommandSpec = {
   name: 'runs replay',
@@ -70,7 +71,7 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
   const token = await readToken(values['token-file'], context.env ?? process.env, stateDir)
   if ('error' in token) return usage(token.error)
 
-  const reader = await historyAt(stateDir)
+  const reader = historyAt(stateDir)
   const history = await readHistory('runs replay', reader, io)
   if (!history) return ExitCode.refused
   const row = history.rows.find((r) => r.id === id)
@@ -130,6 +131,5 @@ async function readToken(file: string | undefined, env: NodeJS.ProcessEnv, state
   }
   if (file !== undefined) return from(file, 'cannot read --token-file')
   if (env.HOOKGATE_TOKEN) return { value: env.HOOKGATE_TOKEN }
-  const { GENERATED_TOKEN_FILE } = await import('../../runtime/bundle/secrets.js')
   return from(join(stateDir, GENERATED_TOKEN_FILE), 'no hook token: pass --token-file FILE or set HOOKGATE_TOKEN (none was generated into the state directory)')
 }

@@ -5,6 +5,7 @@ import { ExitCode } from '../exit-codes.js'
 import { DEFAULT_STATE_DIR, HISTORY_FLAGS, jsonFlag, processIO, readCommandArgs, usageLine, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
 import { formatRow, formatTable, historyAt, printable, readHistory, storeFlagOk } from '../history.js'
 import type { HistoryReader, RunRow } from '../../runtime/store/store.js'
+import { runRelations } from '../../runtime/store/history-query.js'
 
 export const spec: CommandSpec = {
   name: 'runs show',
@@ -28,9 +29,9 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
     io.stderr(`hookgate runs show: name one run id\n${RUNS_SHOW_USAGE}\n`)
     return ExitCode.usage
   }
-  if (!await storeFlagOk('runs show', values.store, io)) return ExitCode.usage
+  if (!storeFlagOk('runs show', values.store, io)) return ExitCode.usage
   const id = parsed.positionals[0]!
-  const reader = await historyAt(values.state || context.stateDir || DEFAULT_STATE_DIR, values.store)
+  const reader = historyAt(values.state || context.stateDir || DEFAULT_STATE_DIR, values.store)
   try {
     return await showRun(id, reader, values.json === true, io)
   } finally {
@@ -41,7 +42,6 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
 async function showRun(id: string, reader: HistoryReader, json: boolean, io: CommandIO): Promise<number> {
   const history = await readHistory('runs show', reader, io)
   if (!history) return ExitCode.refused
-  const { runRelations } = await import('../../runtime/store/history-query.js')
   const related = runRelations(history.rows, id)
   if (!related) {
     io.stderr(`hookgate runs show: no run with id ${printable(id)} in ${reader.where}\n`)

@@ -3,9 +3,10 @@
 // operator page's (runtime/store/history-query.ts).
 import { existsSync } from 'node:fs'
 import { ExitCode } from '../exit-codes.js'
+import { parseDuration } from '../../runtime/observe/clock.js'
 import { DEFAULT_STATE_DIR, HISTORY_FLAGS, jsonFlag, processIO, readCommandArgs, usageLine, wholeNumber, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
-import { RUN_STATUSES, formatTable, historyAt, readAll, sinceMs, storeFlagOk, summarise } from '../history.js'
-import type { RunFilter } from '../../runtime/store/history-query.js'
+import { RUN_STATUSES, formatTable, historyAt, readAll, storeFlagOk, summarise } from '../history.js'
+import { filterRuns, filters, type RunFilter } from '../../runtime/store/history-query.js'
 import type { DefinitionKind } from '../../runtime/store/store.js'
 import { spec as showSpec } from './runs-show.js'
 import { spec as replaySpec } from './runs-replay.js'
@@ -39,7 +40,7 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
   const parsed = readCommandArgs(spec, argv, io)
   if (parsed.kind !== 'ok') return parsed.exit
   const values = parsed.values as { state?: string; store?: string; json?: boolean; limit: string; kind?: string; status: string[]; definition?: string; since?: string }
-  if (!await storeFlagOk('runs', values.store, io)) return ExitCode.usage
+  if (!storeFlagOk('runs', values.store, io)) return ExitCode.usage
   const limit = wholeNumber(values.limit)
   if (limit === undefined) {
     io.stderr(`hookgate runs: --limit takes a whole number of at least 1, not "${values.limit}"\n${RUNS_USAGE}\n`)
@@ -50,7 +51,7 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
     io.stderr(`hookgate runs: --state needs a directory\n${RUNS_USAGE}\n`)
     return ExitCode.usage
   }
-  const filter = await readFilter(values, context.now ?? Date.now)
+  const filter = readFilter(values, context.now ?? Date.now)
   if (typeof filter === 'string') {
     io.stderr(`hookgate runs: ${filter}\n${RUNS_USAGE}\n`)
     return ExitCode.usage
@@ -61,9 +62,8 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
     io.stderr(`no runs yet (state directory ${stateDir} does not exist)\n`)
     return ExitCode.ok
   }
-  const history = await readAll('runs', await historyAt(stateDir, values.store), io)
+  const history = await readAll('runs', historyAt(stateDir, values.store), io)
   if (!history) return ExitCode.refused
-  const { filterRuns, filters } = await import('../../runtime/store/history-query.js')
   const filtered = filters(filter)
   const rows = filtered ? filterRuns(history.rows, filter) : history.rows
   const shown = rows.slice(0, limit)
@@ -81,7 +81,7 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
 }
 
 /** The flags as one filter, or what is wrong with one. */
-async function readFilter(values: { kind?: string; status: string[]; definition?: string; since?: string }, now: () => number): Promise<RunFilter | string> {
+function readFilter(values: { kind?: string; status: string[]; definition?: string; since?: string }, now: () => number): RunFilter | string {
   const filter: RunFilter = {}
   if (values.kind !== undefined) {
     if (!KINDS.includes(values.kind as DefinitionKind)) return `--kind takes hook, trigger or task, not "${values.kind}"`
@@ -97,7 +97,7 @@ async function readFilter(values: { kind?: string; status: string[]; definition?
     filter.definition = values.definition
   }
   if (values.since !== undefined) {
-    const ms = await sinceMs(values.since)
+    const ms = parseDuration(values.since)
     if (ms === undefined) return `--since takes a duration such as 90s, 15m, 2h or 7d, not "${values.since}"`
     filter.from = now() - ms
   }

@@ -5,6 +5,7 @@
 import { ExitCode } from '../exit-codes.js'
 import { BUNDLE_FLAG, portNumber, processIO, readCommandArgs, type CommandIO, type CommandSpec } from '../flags.js'
 import { storeFlagOk } from '../history.js'
+import { startService } from '../../runtime/serve/service.js'
 
 export const spec: CommandSpec = {
   name: 'serve',
@@ -32,7 +33,7 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
     io.stderr(`hookgate serve: --port takes a number from 0 to 65535\n`)
     return ExitCode.usage
   }
-  if (!await storeFlagOk('serve', values.store, io, 'the file store is the default and needs no flag')) return ExitCode.usage
+  if (!storeFlagOk('serve', values.store, io, 'the file store is the default and needs no flag')) return ExitCode.usage
   const grace = Number(values['grace-seconds'])
   // Listening for SIGTERM/SIGINT from the start: one that comes while the server starts (its
   // "listening" line is out before start-up has finished) stops it once it has started, instead
@@ -42,7 +43,6 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
   const asked = (signal: string) => () => { if (onStop) onStop(signal); else stopAsked ??= signal }
   process.once('SIGTERM', asked('SIGTERM'))
   process.once('SIGINT', asked('SIGINT'))
-  const { startService } = await import('../../runtime/serve/service.js')
   let service
   try {
     service = await startService({

@@ -3,6 +3,7 @@
 // plan as one object ({store, dryRun, from, to, migrations}) instead of the sentence.
 import { ExitCode } from '../exit-codes.js'
 import { jsonFlag, processIO, readCommandArgs, usageLine, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
+import { isPostgresUrl, migrateStore, shownStoreUrl } from '../../runtime/store/open.js'
 
 export const spec: CommandSpec = {
   name: 'store migrate',
@@ -35,7 +36,6 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
     io.stderr(`hookgate store migrate: name the store with --store postgres://… or $HOOKGATE_STORE_URL\n${usage}\n`)
     return ExitCode.usage
   }
-  const { isPostgresUrl, migrateStore, shownStoreUrl } = await import('../../runtime/store/open.js')
   if (!isPostgresUrl(url)) {
     io.stderr(`hookgate store migrate: the store must be a postgres:// (or postgresql://) URL; the file store needs no migration\n${usage}\n`)
     return ExitCode.usage

@@ -5,9 +5,11 @@ import { existsSync } from 'node:fs'
 import { ExitCode } from '../exit-codes.js'
 import { BUNDLE_FLAG, DEFAULT_STATE_DIR, jsonFlag, processIO, readCommandArgs, usageLine, wholeNumber, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
 import { printable, storeFlagOk } from '../history.js'
-import type { BundleSchedule, BundleTask } from '../../runtime/bundle/format.js'
-import type { LoadedBundle } from '../../runtime/bundle/load.js'
-import type { SlotClock } from '../../runtime/scheduler/cron.js'
+import type { BundleTask } from '../../runtime/bundle/format.js'
+import { loadBundle, type LoadedBundle } from '../../runtime/bundle/load.js'
+import { slotClock } from '../../runtime/scheduler/cron.js'
+import { openHistory, storeUrlOf } from '../../runtime/store/open.js'
+import { lastFiredSlots } from '../../runtime/scheduler/fire.js'
 
 const MAX_COUNT = 1000
 
@@ -44,8 +46,8 @@ export interface TaskListing {
   next: string[]
 }
 
-/** The tasks with their next `count` slots after `now` (`slotClock`: runtime/scheduler/cron.ts's). */
-export function listTasks(tasks: readonly BundleTask[], lastFired: ReadonlyMap<string, number>, count: number, now: number, slotClock: (when: BundleSchedule) => SlotClock): TaskListing[] {
+/** The tasks with their next `count` slots after `now`. */
+export function listTasks(tasks: readonly BundleTask[], lastFired: ReadonlyMap<string, number>, count: number, now: number): TaskListing[] {
   return tasks.map((t) => {
     const next: string[] = []
     if (t.when) {
@@ -70,12 +72,11 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
   const parsed = readCommandArgs(spec, argv, io)
   if (parsed.kind !== 'ok') return parsed.exit
   const values = parsed.values as { bundle: string; state?: string; store?: string; json?: boolean; count: string }
-  if (!await storeFlagOk('tasks', values.store, io)) return ExitCode.usage
+  if (!storeFlagOk('tasks', values.store, io)) return ExitCode.usage
   if (wholeNumber(values.count, MAX_COUNT) === undefined) {
     io.stderr(`hookgate tasks: --count takes a whole number from 1 to ${MAX_COUNT}, not "${values.count}"\n${TASKS_USAGE}\n`)
     return ExitCode.usage
   }
-  const { loadBundle } = await import('../../runtime/bundle/load.js')
   let bundle: LoadedBundle
   try {
     bundle = await loadBundle(values.bundle)
@@ -89,7 +90,6 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
   // be named here is said, not swapped for the state directory, whose history would be the wrong one.
   let store = values.store
   let storeUnknown: string | undefined
-  const { openHistory, storeUrlOf } = await import('../../runtime/store/open.js')
   if (store === undefined && bundle.config.server.store) {
     try {
       store = storeUrlOf(bundle.config.server.store, bundle.configDir)
@@ -103,7 +103,6 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
   } else if (store !== undefined || existsSync(stateDir)) {
     const reader = openHistory(stateDir, store)
     try {
-      const { lastFiredSlots } = await import('../../runtime/scheduler/fire.js')
       lastFired = lastFiredSlots((await reader.read()).rows)
     } catch (err) {
       io.stderr(`hookgate tasks: warning: cannot read the run history in ${reader.where}: ${(err as Error).message}\n`)
@@ -111,8 +110,7 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
       await reader.close().catch(() => {})
     }
   }
-  const { slotClock } = await import('../../runtime/scheduler/cron.js')
-  const listing = listTasks(tasks, lastFired, Number(values.count), (context.now ?? Date.now)(), slotClock)
+  const listing = listTasks(tasks, lastFired, Number(values.count), (context.now ?? Date.now)())
   if (values.json) {
     io.stdout(`${JSON.stringify(listing, null, 2)}\n`)
     return ExitCode.ok

@@ -4,6 +4,9 @@
 import { readFileSync } from 'node:fs'
 import { ExitCode } from '../exit-codes.js'
 import { BUNDLE_FLAG, processIO, readCommandArgs, usageLine, type CommandIO, type CommandSpec } from '../flags.js'
+import { BundleLoadError, loadBundle } from '../../runtime/bundle/load.js'
+import { hookName } from '../../runtime/bundle/hook-path.js'
+import { dryRun } from '../../runtime/endpoints/try.js'
 
 export const spec: CommandSpec = {
   name: 'try',
@@ -47,8 +50,6 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
     const i = q.indexOf('=')
     query[i < 0 ? q : q.slice(0, i)] = i < 0 ? '' : q.slice(i + 1)
   }
-
-  const { BundleLoadError, loadBundle } = await import('../../runtime/bundle/load.js')
   let bundle
   try {
     bundle = await loadBundle(values.bundle)
@@ -67,7 +68,6 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
   const basePrefix = bundle.config.basePath.slice(1) + '/'
   const asked = positionals[0]!.replace(/^\/+/, '').replace(new RegExp('^' + basePrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), '')
   // As the compiler named the routes (runtime/bundle/hook-path.ts); a name it would refuse is looked up as given, and not found.
-  const { hookName } = await import('../../runtime/bundle/hook-path.js')
   const name = hookName(asked) ?? asked
   const print = (status: number, body: Record<string, unknown>) => {
     io.stdout(JSON.stringify({ status, ...body }, null, 2) + '\n')
@@ -80,7 +80,6 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
   } catch (err) {
     return print(400, { code: 'invalid_json', error: `the payload is not valid JSON: ${(err as Error).message}` })
   }
-  const { dryRun } = await import('../../runtime/endpoints/try.js')
   const answer = await dryRun(bundle, name, payload, { headers, query })
   return print(answer.status, answer.body)
 }

@@ -2,9 +2,9 @@
 // over shared flags and exit codes (cli/flags.ts, cli/exit-codes.ts). What this holds:
 // - bin/hookgate.js finds a verb by its file name alone: a verb in a file its words do not name, or
 //   one left out of the table, would be unreachable or missing from the help;
-// - the table loads no library: a verb (and every module of cli/) imports the compiler, the runtime
-//   or the control plane only when it runs, so `hookgate --help` never loads the compiler and
-//   `hookgate serve` never loads anything the runtime does not need;
+// - the table never loads the compiler: a verb (and every module of cli/) imports the compiler, the
+//   control plane, the Gmail helper or a compile-time package only when it runs, so `hookgate --help`
+//   and every runtime command start without them;
 // - exit codes are the named constants of cli/exit-codes.ts, never a number written in a verb;
 // - every command that reads state takes --json.
 import { readdirSync, readFileSync, statSync } from 'node:fs'
@@ -58,7 +58,11 @@ verbs('every command that reads state takes --json', () => {
   for (const c of reading) assert.ok(c.flags.some((f) => f.name === 'json' && f.value === undefined), `${c.name} has no --json`)
 })
 
-/** `file:line: specifier` for every static, non-type import of a module outside cli/ (node: built-ins aside). */
+/** The folders and packages a module of cli/ may import only when it runs (`await import(…)`). */
+const LOADED_WHEN_RUN = ['compiler', 'admin', 'gmail']
+const PACKAGES_WHEN_RUN = new Set(['yaml', 'typebox', 'esbuild', 'json5'])
+
+/** `file:line: specifier` for every static, non-type import of the compiler, the control plane, the Gmail helper or a compile-time package. */
 function libraryImportsAtLoad(file: string, text: string): string[] {
   const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
   const found: string[] = []
@@ -69,28 +73,31 @@ function libraryImportsAtLoad(file: string, text: string): string[] {
       ? clause !== undefined && (clause.isTypeOnly || (clause.name === undefined && clause.namedBindings !== undefined && ts.isNamedImports(clause.namedBindings) && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly)))
       : st.isTypeOnly
     const spec = st.moduleSpecifier.text
-    if (typeOnly || spec.startsWith('node:')) continue
-    const inside = spec.startsWith('.') && !relative(cliDir, join(file, '..', spec)).startsWith('..')
-    if (!inside) found.push(`${relative(repoRoot, file).split(sep).join('/')}:${sf.getLineAndCharacterOfPosition(st.getStart(sf)).line + 1}: ${spec}`)
+    if (typeOnly) continue
+    const target = relative(repoRoot, join(file, '..', spec)).split(sep)[0]!
+    const heavy = spec.startsWith('.') ? LOADED_WHEN_RUN.includes(target) : PACKAGES_WHEN_RUN.has(spec.split('/')[0]!)
+    if (heavy) found.push(`${relative(repoRoot, file).split(sep).join('/')}:${sf.getLineAndCharacterOfPosition(st.getStart(sf)).line + 1}: ${spec}`)
   }
   return found
 }
 
-verbs('no module of cli/ loads a library when it is imported, so the command table costs only its specs', () => {
+verbs('no module of cli/ loads the compiler, the control plane or the Gmail helper when it is imported', () => {
   assert.equal(listTypeScript(cliDir).flatMap((f) => libraryImportsAtLoad(f, readFileSync(f, 'utf8'))), [])
 })
 
-verbs('the check above sees a library imported at load, and lets types, node: and cli/ modules through', () => {
+verbs('the check above sees the compiler, admin, gmail or yaml imported at load, and lets types, the runtime and a later import() through', () => {
   const text = [
     "import { compileFile } from '../../compiler/index.js'",
     "import type { Diagnostic } from '../../compiler/diagnostics.js'",
-    "import { type LoadedBundle } from '../../runtime/bundle/load.js'",
-    "export { startService } from '../../runtime/serve/service.js'",
+    "import { type Edit } from '../../admin/definitions.js'",
+    "export { setup } from '../../gmail/setup.js'",
+    "import { parseDocument } from 'yaml'",
+    "import { startService } from '../../runtime/serve/service.js'",
     "import { join } from 'node:path'",
     "import { ExitCode } from '../exit-codes.js'",
     "const later = await import('../../admin/server.js')",
   ].join('\n')
-  assert.equal(libraryImportsAtLoad(join(verbsDir, 'probe.ts'), text), ['cli/verbs/probe.ts:1: ../../compiler/index.js', 'cli/verbs/probe.ts:4: ../../runtime/serve/service.js'])
+  assert.equal(libraryImportsAtLoad(join(verbsDir, 'probe.ts'), text), ['cli/verbs/probe.ts:1: ../../compiler/index.js', 'cli/verbs/probe.ts:4: ../../gmail/setup.js', 'cli/verbs/probe.ts:5: yaml'])
 })
 
 /** `file:line` of every exit code written as a number: a return, an exit or an exitCode of a numeric literal. */
