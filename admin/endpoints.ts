@@ -3,9 +3,8 @@
 // ready-to-copy curl line that reads the hook token from where it is kept (the variable or file
 // hooks.token names), so neither the page nor the command line ever shows the token itself.
 // The Gmail helper finds /hooks/gmail the same way.
-import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
-import { ADDRESS_FILE } from '../runtime/serve/service.js'
+import { readRuntimeAddress } from '../runtime/lib/address-file.js'
 import { hookName, normaliseBasePath } from '../runtime/bundle/hook-path.js'
 
 /** hooks.yaml as plain data (what yaml's toJS gives; {} for an empty file). */
@@ -37,14 +36,7 @@ export function endpointsOf(value: ConfigValue, where: EndpointBase): (triggerPa
 }
 
 /** Where the runtime owning the state directory listens (it writes <state>/address.json while it runs). */
-export function runtimeAddress(stateDir: string): { url: string; basePath: string } | undefined {
-  try {
-    const a = JSON.parse(readFileSync(join(stateDir, ADDRESS_FILE), 'utf8')) as { url?: unknown; basePath?: unknown }
-    return typeof a.url === 'string' ? { url: a.url, basePath: String(a.basePath ?? '/hooks') } : undefined
-  } catch {
-    return undefined
-  }
-}
+export const runtimeAddress = readRuntimeAddress
 
 /** hooks.path as the compiler normalises it (default /hooks). */
 export function basePathOf(value: ConfigValue): string {

@@ -4,19 +4,21 @@
 // `runs`, `try`); serve is the default, and the bundle is the folder this file sits in.
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { main } from './runtime-cli.js'
+import { ExitCode } from './exit-codes.js'
+import type { Verb } from './flags.js'
+import * as serve from './verbs/serve.js'
+import * as runs from './verbs/runs.js'
+import * as tryVerb from './verbs/try.js'
 
-const COMMANDS = new Set(['serve', 'runs', 'try'])
-const EXIT_INTERNAL = 2
+const VERBS: Record<string, Verb> = { serve, runs, try: tryVerb }
 
 const args = process.argv.slice(2)
-const command = COMMANDS.has(args[0]!) ? args.shift()! : 'serve'
+const command = Object.hasOwn(VERBS, args[0]!) ? args.shift()! : 'serve'
 // parseArgs keeps the last of a repeated flag, so a --bundle given on the command line wins
 const argv = command === 'runs' ? args : ['--bundle', dirname(fileURLToPath(import.meta.url)), ...args]
 try {
-  const code = await main(command, argv)
-  if (code !== undefined) process.exitCode = code
+  process.exitCode = await VERBS[command]!.run(argv)
 } catch (err) {
   process.stderr.write(`hookgate: internal error: ${err instanceof Error ? err.message : String(err)}\n`)
-  process.exitCode = EXIT_INTERNAL
+  process.exitCode = ExitCode.internal
 }

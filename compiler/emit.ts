@@ -12,7 +12,8 @@ import { build, type Message, type Metafile, type Plugin } from 'esbuild'
 import type { DiagnosticBag } from './diagnostics.js'
 import { displayPath, type LoadedConfig } from './load.js'
 import type { CompiledConfig } from './compile.js'
-import { isInside, type ResolvedConfig, type StepTransform } from './resolve.js'
+import type { ResolvedConfig, StepTransform } from './resolved.js'
+import { isInside } from './resolve-paths.js'
 import { BUNDLE_FILE, DEFAULT_MAX_ITEMS, DEFAULT_MAX_WAIT_SECONDS, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, bundleBanner, type BundleManifest } from '../runtime/bundle/format.js'
 
 export { BUNDLE_FILE, MANIFEST_FILE }

@@ -3,7 +3,7 @@
 // as code), the secrets as references only, and the rule that a signed mapping is alone on its path.
 import type { DiagnosticBag } from './diagnostics.js'
 import type { LoadedConfig, PathSegment } from './load.js'
-import { resolveSecret } from './resolve.js'
+import { resolveSecret } from './resolve-secrets.js'
 import type { SignatureConfig } from './schema.js'
 import type { BundleSignature, SecretSpec, SignatureScheme, SignedStringPart } from '../runtime/bundle/format.js'
 

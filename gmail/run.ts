@@ -1,4 +1,4 @@
-// `hookgate webhooks gmail run`: the push receiver. It holds the lock on <state>/gmail (one helper
+// The Gmail helper's push receiver (`hookgate webhooks gmail run`, cli/verbs/webhooks-gmail-run.ts). It holds the lock on <state>/gmail (one helper
 // per cursor), checks each Pub/Sub push (the token in its URL, and the OIDC token when configured)
 // before anything is fetched, hands the push to the mailbox's sync and answers 204 only once the
 // hook accepted every batch (else 503: Pub/Sub redelivers with backoff); it renews the watch on a
@@ -8,10 +8,9 @@ import { existsSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { processIO, readCommandArgs } from '../cli/commands.js'
 import { HttpError, sendError, sendJson } from '../runtime/http/errors.js'
-import { acquireStateLock, type StateLock } from '../runtime/store/open.js'
-import { HelperConfigError, PUSH_TOKEN_FILE, hookToken, loadHelperConfig, readRef, type HelperConfig } from './config.js'
+import { acquireStateLock, type StateLock } from '../runtime/lib/state-lock.js'
+import { HelperConfigError, PUSH_TOKEN_FILE, hookToken, readRef, type HelperConfig } from './config.js'
 import { mailboxTokens } from './credentials.js'
 import { backoffMs, googleBases, type GoogleBases, type TokenSource } from './google.js'
 import { OidcVerifier } from './oidc.js'
@@ -233,7 +232,7 @@ async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
  * The helper's log over the runtime's one logger (runtime/observe/log.ts): each line JSON with `t`,
  * a level (error for `error` events) and its event as the message and as `event`.
  */
-function helperLog(logger: Logger): Log {
+export function helperLog(logger: Logger): Log {
   return (event, fields = {}) => (event === 'error' ? logger.error : logger.info)(event, { event, ...fields })
 }
 
@@ -247,21 +246,4 @@ function notificationOf(body: Buffer): { emailAddress: string; historyId: string
   } catch {
     return undefined
   }
-}
-
-export async function runCommand(argv: string[], io: { stdout(text: string): void; stderr(text: string): void } = processIO): Promise<number> {
-  const parsed = readCommandArgs('webhooks gmail run', argv, io)
-  if (parsed.kind !== 'ok') return parsed.exit!
-  const v = parsed.values as { config: string; state?: string }
-  const config = loadHelperConfig(v.config, v.state)
-  if (!config.configured) throw new HelperConfigError(`${v.config} has no hooks.gmail: run \`hookgate webhooks gmail setup\` first`)
-  const helper = await startHelper({ config, write: (line) => io.stdout(line + '\n') })
-  await new Promise<void>((resolve) => {
-    const stop = () => { process.off('SIGTERM', stop); process.off('SIGINT', stop); resolve() }
-    process.on('SIGTERM', stop)
-    process.on('SIGINT', stop)
-  })
-  await helper.close()
-  helperLog(createLogger((line) => io.stdout(line + '\n')))('stopped')
-  return 0
 }

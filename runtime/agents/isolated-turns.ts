@@ -13,16 +13,14 @@ import { wrapExternalContent } from './envelope.js'
 import type { InFlight } from './in-flight.js'
 import type { MainTurns } from './main-turns.js'
 import type { TurnGate } from './ownership.js'
+import { TRANSCRIPT_LOG, type IsolatedRecord } from './transcripts.js'
 import { TURN_REPLY_MAX_CHARS, clipText, type Route } from './session.js'
 
 /** An agent run's request as its row keeps it. */
 export type AgentRequest = Omit<AgentInput, 'definitionKind' | 'definitionId' | 'correlationId'>
 
-/** The `isolated` log's records: what a resumed run reads back. */
-export type IsolatedRecord =
-  | { type: 'isolated'; runId: string; sessionKey: string; at: string; prompt: string; reply: string }
-  /** the reply reached its channel: a run resumed after a crash does not send it twice */
-  | { type: 'delivered'; runId: string; at: string; note: string }
+/** The `isolated` log's records (their shapes in transcripts.ts, which the page's run detail reads too): what a resumed run reads back. */
+export type { IsolatedRecord } from './transcripts.js'
 
 /** Runs a request waits on (waitForCompletion), with what their answer needs beyond the row. */
 export type AwaitedOutcomes = Map<string, { reply?: string; delivery?: string }>
@@ -48,7 +46,7 @@ export class IsolatedTurns {
   ) {
     // Replies already on disk: a run resumed after a crash delivers these instead of asking again.
     // Only those of unfinished runs are kept, in memory and, when the store compacts the log, in it.
-    const opened = store.openLog<IsolatedRecord>('isolated', (records) => records.filter((r) => unfinishedAtStart.has(r.runId)))
+    const opened = store.openLog<IsolatedRecord>(TRANSCRIPT_LOG, (records) => records.filter((r) => unfinishedAtStart.has(r.runId)))
     this.adopt(opened.records.filter((r) => unfinishedAtStart.has(r.runId)))
     this.log = opened.log
   }

@@ -4,11 +4,10 @@
 // comparison. Lookups are own-property only (`__proto__`, `constructor`, `prototype` never resolve).
 //
 // Hot path: each helper compares and returns; no allocation beyond what a comparison needs.
-import type { BundleRoute, CompiledPattern, ConditionLeaf, ConditionNode, RenderContext } from './format.js'
+import type { BundleRoute, CompiledPattern, ConditionHelpers, ConditionLeaf, ConditionNode, ConditionTrace, RenderContext } from './format.js'
 import { findHeader, isJwtValue, isSecretHeader, templateHelpers } from './template-helpers.js'
 
-/** Hears one comparison: the leaf's index, the value compared, and whether the comparison held. */
-export type ConditionTrace = (leaf: number, value: unknown, held: boolean) => void
+export type { ConditionHelpers, ConditionTrace }
 
 /** JSON-like equality: same primitives, arrays item by item, objects by their own keys. */
 function same(a: unknown, b: unknown): boolean {
@@ -95,8 +94,7 @@ function test(t: ConditionTrace | undefined, leaf: number, value: unknown, re: C
   return held
 }
 
-export const conditionHelpers = Object.freeze({ get: templateHelpers.get, header, eq, oneOf, has, test })
-export type ConditionHelpers = typeof conditionHelpers
+export const conditionHelpers: Readonly<ConditionHelpers> = Object.freeze({ get: templateHelpers.get, header, eq, oneOf, has, test })
 
 export type CompiledWhen = NonNullable<BundleRoute['when']>
 

@@ -1,5 +1,8 @@
-// The contract between compiler and runtime: file names, the format version and the shapes a
-// bundle exports. The compiler imports this file; this file imports nothing.
+// The contract between compiler and runtime: file names, the format version, the defaults the
+// compiler writes into a bundle, and the shapes a bundle exports (the helpers its compiled code
+// calls included). The compiler imports this file; this file imports nothing. Over 400 lines
+// because it is the whole contract in one place: both sides read it, and a change to it is a
+// change of the format (FORMAT_VERSION).
 
 /** Bump when a runtime of the previous version could not serve the new bundle correctly. */
 // 6: server.store (a format-5 runtime would have kept a PostgreSQL deployment's runs in its state directory)
@@ -51,6 +54,15 @@ export const DEFAULT_MAX_WAIT_SECONDS = 30
  * few KiB; with the idle process (~80 MiB) a server stays under about 400 MiB through a model outage.
  */
 export const DEFAULT_MAX_PENDING_BYTES = 256 * 1024 * 1024
+/**
+ * server.history unless set: how much run history a store keeps (finished runs, the history file's
+ * size before a compaction, the request bodies kept for replay). The compiler writes them into
+ * every bundle; the stores keep the same numbers for a store opened without settings
+ * (test/runtime/store/history-config.test.ts holds the two equal).
+ */
+export const DEFAULT_KEEP_HISTORY = 50_000
+export const DEFAULT_COMPACT_ABOVE_BYTES = 64 * 1024 * 1024
+export const DEFAULT_KEEP_REQUEST_BYTES = 32 * 1024 * 1024
 
 export type ActionKind = 'wake' | 'agent' | 'workflow'
 export type WakeMode = 'now' | 'next-heartbeat'
@@ -235,10 +247,50 @@ export interface BundleTask {
   notify: 'silent' | 'done' | 'state'
 }
 
-import type { RenderContext, CompiledRender } from './template-helpers.js'
-import type { ConditionHelpers, ConditionTrace } from './conditions.js'
-export type { RenderContext }
-export type RenderFn = CompiledRender
+/** What a compiled template (and a compiled `match.when`) can read while rendering one request. */
+export interface RenderContext {
+  payload: unknown
+  headers: Record<string, string>
+  query: Record<string, string>
+  /** the mapped sub-path name, e.g. `github` or `a/b` */
+  path: string
+  /** the request time as ISO-8601 UTC */
+  now: string
+  /** fan-out only: the element this run renders, and its position (from 0) */
+  item?: unknown
+  index?: number
+}
+
+/** The fixed helpers a compiled template calls (runtime/bundle/template-helpers.ts implements them). */
+export interface TemplateHelpers {
+  /** Own-property walk; forbidden keys, inherited properties and getters give undefined. */
+  get(root: unknown, keys: readonly (string | number)[]): unknown
+  /** string as is; number/boolean/bigint via String; null/undefined → ''; object/array → JSON */
+  text(value: unknown): string
+  /** JSON.stringify that never throws; undefined → '' */
+  json(value: unknown): string
+  /** one header ('' when missing, '[redacted]' when secret by name or a JWT by value) */
+  header(headers: Record<string, string>, name: string): string
+  /** all headers as JSON, keys sorted, secret values (by name, or JWTs) redacted */
+  headersJson(headers: Record<string, string>): string
+}
+
+/** A compiled template: `(c, h) => string` over the request's context and the template helpers. */
+export type RenderFn = (c: RenderContext, h: Readonly<TemplateHelpers>) => string
+
+/** Hears one comparison of a `match.when`: the leaf's index, the value compared, and whether the comparison held. */
+export type ConditionTrace = (leaf: number, value: unknown, held: boolean) => void
+
+/** The fixed helpers a compiled `match.when` calls (runtime/bundle/conditions.ts implements them). */
+export interface ConditionHelpers {
+  get(root: unknown, keys: readonly (string | number)[]): unknown
+  /** a header's value, several joined with ", "; undefined when missing */
+  header(headers: Record<string, string>, lowerName: string): string | undefined
+  eq(t: ConditionTrace | undefined, leaf: number, value: unknown, expected: unknown): boolean
+  oneOf(t: ConditionTrace | undefined, leaf: number, value: unknown, expected: readonly unknown[]): boolean
+  has(t: ConditionTrace | undefined, leaf: number, value: unknown, expected: boolean): boolean
+  test(t: ConditionTrace | undefined, leaf: number, value: unknown, re: CompiledPattern): boolean
+}
 
 /** One comparison of a `match.when`, as data: what `hookgate try` shows when it fails. */
 export interface ConditionLeaf {

@@ -1,20 +1,9 @@
 // The fixed set of helpers that compiled templates (compiler/templates.ts) call at request time.
 // Compiled template code is an arrow function `(c, h) => string`, where `c` is a RenderContext and
-// `h` is `templateHelpers`. This module deliberately imports nothing: it ships inside the runtime.
+// `h` is `templateHelpers`. This module imports only types (the shapes in format.ts): it ships inside the runtime.
+import type { RenderContext, RenderFn, TemplateHelpers } from './format.js'
 
-/** What a compiled template can read while rendering one request. */
-export interface RenderContext {
-  payload: unknown
-  headers: Record<string, string>
-  query: Record<string, string>
-  /** the mapped sub-path name, e.g. `github` or `a/b` */
-  path: string
-  /** the request time as ISO-8601 UTC */
-  now: string
-  /** fan-out only: the element this run renders, and its position (from 0) */
-  item?: unknown
-  index?: number
-}
+export type { RenderContext }
 
 /** Keys a lookup never follows, whatever the object holds. */
 const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor'])
@@ -198,17 +187,6 @@ function headersJson(headers: Record<string, string>): string {
   return '{' + members.join(',') + '}'
 }
 
-export const templateHelpers: Readonly<{
-  /** Own-property walk; forbidden keys, inherited properties and getters give undefined. */
-  get(root: unknown, keys: readonly (string | number)[]): unknown
-  /** string as is; number/boolean/bigint via String; null/undefined → ''; object/array → JSON */
-  text(value: unknown): string
-  /** JSON.stringify that never throws; undefined → '' */
-  json(value: unknown): string
-  /** one header ('' when missing, '[redacted]' when secret by name or a JWT by value) */
-  header(headers: Record<string, string>, name: string): string
-  /** all headers as JSON, keys sorted, secret values (by name, or JWTs) redacted */
-  headersJson(headers: Record<string, string>): string
-}> = Object.freeze({ get, text, json, header, headersJson })
+export const templateHelpers: Readonly<TemplateHelpers> = Object.freeze({ get, text, json, header, headersJson })
 
-export type CompiledRender = (c: RenderContext, h: typeof templateHelpers) => string
+export type CompiledRender = RenderFn

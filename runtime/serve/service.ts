@@ -4,7 +4,7 @@
 // kept); on SIGTERM stop accepting, stop the duties in reverse (the runs under way finish within
 // the grace), close the store, and let go of the state. What is not composition lives beside it:
 // prepare.ts (a bundle made ready), listener.ts (the socket), duties.ts (the duties and their
-// order), reload.ts, logging.ts, address-file.ts.
+// order), reload.ts, logging.ts (the address file is runtime/lib/address-file.ts).
 import type { Server } from 'node:http'
 import { resolve } from 'node:path'
 import { loadBundle, bundleFileOf } from '../bundle/load.js'
@@ -22,14 +22,14 @@ import { Scheduler } from '../scheduler/scheduler.js'
 import { fireTask, lastFiredSlots } from '../scheduler/fire.js'
 import { acquireStateLock, connectStore, openStore, shownStoreUrl, storeOptionsOf, storeUrlOf } from '../store/open.js'
 import type { RefusalRecorder, Store } from '../store/store.js'
-import { removeAddressFile, writeAddressFile } from './address-file.js'
+import { removeAddressFile, writeAddressFile } from '../lib/address-file.js'
 import { registerDuties } from './duties.js'
 import { createListener, listen, listeningUrl, stopListening } from './listener.js'
 import { requestLine, sayDisabled } from './logging.js'
 import { prepare, type Prepared } from './prepare.js'
 import { DEFAULT_RELOAD_DEADLINE_MS, createReloader } from './reload.js'
 
-export { ADDRESS_FILE } from './address-file.js'
+export { ADDRESS_FILE } from '../lib/address-file.js'
 export { requestLine } from './logging.js'
 
 export interface ServeOptions {

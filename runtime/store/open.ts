@@ -6,10 +6,8 @@ import { Journal, type FlushEvent } from './file/journal.js'
 import { RunMirror } from './run-log.js'
 import type { HistoryReader, RunAction, RunStatus, Store } from './store.js'
 
-// The state directory's lock: one server per state directory (the Gmail helper locks its own too).
-export { acquireStateLock, type StateLock } from './file/state-lock.js'
-// The history defaults the compiler writes into a bundle's server.history.
-export { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from './file/runs.js'
+// The state directory's lock (runtime/lib/state-lock.ts): one server per state directory.
+export { acquireStateLock, type StateLock } from '../lib/state-lock.js'
 import type { BundleConfig, BundleStore } from '../bundle/format.js'
 import { resolveSecretValue, SecretError } from '../bundle/secrets.js'
 

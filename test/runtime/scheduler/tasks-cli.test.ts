@@ -6,7 +6,10 @@ import { compileProject, setTestToken, type Project } from '../http/harness.js'
 import { describeRun, hookgate, stdoutJson } from '../../cli/cli-helpers.js'
 import { openTestStore, storeArgs } from '../../helpers/stores.js'
 import { taskRunId } from '../../../runtime/scheduler/fire.js'
-import { tasksCommand, type TaskListing } from '../../../cli/tasks.js'
+import { run as tasksVerb, type TaskListing } from '../../../cli/verbs/tasks.js'
+import type { CommandIO } from '../../../cli/flags.js'
+
+const tasksCommand = (argv: string[], context: { stateDir: string }, io: CommandIO, now: () => number) => tasksVerb(argv, io, { ...context, now })
 
 setTestToken()
 

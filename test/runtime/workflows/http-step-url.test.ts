@@ -11,7 +11,7 @@ import { post, serve, setTestToken, until, type Harness } from '../http/harness.
 import type { RunRow } from '../../../runtime/store/store.js'
 import { compileTemplate } from '../../../compiler/templates.js'
 import { templateHelpers, type CompiledRender } from '../../../runtime/bundle/template-helpers.js'
-import { scopedStepUrl, StepUrlRefused } from '../../../runtime/workflows/step-url.js'
+import { scopedStepUrl, StepUrlRefused } from '../../../runtime/bundle/step-url.js'
 import { readRows } from '../../helpers/history.js'
 
 const token = setTestToken()

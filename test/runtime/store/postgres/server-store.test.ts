@@ -15,7 +15,7 @@ import { loadBundle } from '../../../../runtime/bundle/load.js'
 import { connectStore, storeOptionsOf } from '../../../../runtime/store/open.js'
 import type { PgStore } from '../../../../runtime/store/postgres/index.js'
 import { taskRunId } from '../../../../runtime/scheduler/fire.js'
-import type { TaskListing } from '../../../../cli/tasks.js'
+import type { TaskListing } from '../../../../cli/verbs/tasks.js'
 
 const TOKEN = setTestToken()
 const ADMIN_TOKEN = 'admin-' + 'b'.repeat(40)

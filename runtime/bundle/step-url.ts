@@ -3,7 +3,8 @@
 // placeholder, and none of its path segments is a dot-segment. Template values are percent-encoded
 // when rendered (so "/", "?", "#", "\", "@" and ":" stay inside their segment or parameter); this
 // check holds whatever the rendering did, on the final URL, just before the call. The compiler
-// uses dotSegmentIn for the literal text of a url. This module imports nothing.
+// uses dotSegmentIn for the literal text of a url, which is why the rule sits here, with the other
+// code both sides share (runtime/workflows/http-step.ts applies it). This module imports nothing.
 
 /** `.` or `..`, either dot raw or as `%2e` (any case): what URL parsers (WHATWG, and many servers) resolve away. */
 const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i

@@ -6,13 +6,29 @@
 // This command only reads the history: the server alone writes it.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { getCommand, readCommandArgs, usageLine, processIO } from './commands.js'
-import { GENERATED_TOKEN_FILE } from '../runtime/bundle/secrets.js'
-import { historyAt, printable, readHistory, type CommandIO } from './runs.js'
+import { ExitCode } from '../exit-codes.js'
+import { DEFAULT_STATE_DIR, processIO, readCommandArgs, usageLine, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
+import { historyAt, printable, readHistory } from '../history.js'
+import { GENERATED_TOKEN_FILE } from '../../runtime/bundle/secrets.js'
 
-export const RUNS_REPLAY_USAGE = usageLine(getCommand('runs replay'))
+export const spec: CommandSpec = {
+  name: 'runs replay',
+  args: 'RUN_ID',
+  summary: 'send a past run\'s stored request again, through the running server and its current bundle, as a new run',
+  flags: [
+    { name: 'payload', value: 'FILE', description: 'a JSON body to send instead of the stored payload' },
+    { name: 'state', value: 'DIR', description: 'the state directory holding the run history (default: .hookgate)' },
+    { name: 'url', value: 'URL', default: 'http://127.0.0.1:8787', description: 'the running server' },
+    { name: 'token-file', value: 'FILE', description: 'a file holding the hook token (default: $HOOKGATE_TOKEN, else <state>/token)' },
+  ],
+  notes: [
+    'the new run has replayOf set to RUN_ID; secret headers were stored redacted and are not sent;',
+    'a signed mapping takes the replay on the hook token (its signature is not checked again)',
+    'exit 0 when the server accepted it (2xx), 1 when it refused it or the run has no stored request, 2 usage error',
+  ],
+}
 
-const EXIT = { ok: 0, failed: 1, usage: 2 } as const
+export const RUNS_REPLAY_USAGE = usageLine(spec)
 
 /** Headers never sent again: the transport's own, the ones the replay sets itself, and a stored Idempotency-Key (the replay would be answered as the original). */
 const NOT_REPLAYED = new Set([
@@ -21,17 +37,17 @@ const NOT_REPLAYED = new Set([
 ])
 
 
-export async function runsReplayCommand(argv: string[], defaults: { stateDir: string; env?: NodeJS.ProcessEnv }, io: CommandIO = processIO): Promise<number> {
-  const parsed = readCommandArgs('runs replay', argv, io)
-  if (parsed.kind !== 'ok') return parsed.exit!
+export async function run(argv: string[], io: CommandIO = processIO, context: VerbContext & { stateDir?: string } = {}): Promise<number> {
+  const parsed = readCommandArgs(spec, argv, io)
+  if (parsed.kind !== 'ok') return parsed.exit
   const values = parsed.values as { payload?: string; state?: string; url: string; 'token-file'?: string }
   const usage = (why: string): number => {
     io.stderr(`hookgate runs replay: ${why}\n${RUNS_REPLAY_USAGE}\n`)
-    return EXIT.usage
+    return ExitCode.usage
   }
   if (parsed.positionals.length !== 1 || parsed.positionals[0] === '') return usage('name one run id')
   const id = parsed.positionals[0]!
-  const stateDir = values.state || defaults.stateDir
+  const stateDir = values.state || context.stateDir || DEFAULT_STATE_DIR
   let server: URL
   try {
     server = new URL(values.url)
@@ -52,21 +68,21 @@ export async function runsReplayCommand(argv: string[], defaults: { stateDir: st
       return usage(e.code ? `cannot read ${values.payload}: ${e.code}` : `${values.payload} is not valid JSON: ${e.message}`)
     }
   }
-  const token = readToken(values['token-file'], defaults.env ?? process.env, stateDir)
+  const token = await readToken(values['token-file'], context.env ?? process.env, stateDir)
   if ('error' in token) return usage(token.error)
 
   const reader = historyAt(stateDir)
   const history = await readHistory('runs replay', reader, io)
-  if (!history) return EXIT.failed
+  if (!history) return ExitCode.refused
   const row = history.rows.find((r) => r.id === id)
   if (!row) {
     io.stderr(`hookgate runs replay: no run with id ${printable(id)} in ${reader.where}\n`)
-    return EXIT.failed
+    return ExitCode.refused
   }
   const received = await reader.received(row)
   if (!received) {
     io.stderr(`hookgate runs replay: run ${id} has no stored request to send again (only mapped runs recorded by this version keep one, and a compaction may have dropped an old run's)\n`)
-    return EXIT.failed
+    return ExitCode.refused
   }
 
   const target = new URL(received.path, server)
@@ -89,21 +105,21 @@ export async function runsReplayCommand(argv: string[], defaults: { stateDir: st
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause
     io.stderr(`hookgate runs replay: cannot reach the server at ${server.origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}\n`)
-    return EXIT.failed
+    return ExitCode.refused
   }
   if (text !== '') io.stdout(text.endsWith('\n') ? text : `${text}\n`)
   let answer: { runId?: unknown; code?: unknown; error?: unknown } = {}
   try { answer = text === '' ? {} : JSON.parse(text) } catch { /* shown above as it came */ }
   if (status >= 200 && status < 300) {
     io.stderr(typeof answer.runId === 'string' ? `replayed run ${id} as run ${answer.runId} (${status})\n` : `replayed run ${id}: the server answered ${status}\n`)
-    return EXIT.ok
+    return ExitCode.ok
   }
   io.stderr(`hookgate runs replay: the server refused the replay of run ${id}: ${status}${typeof answer.code === 'string' ? ` ${printable(answer.code)}` : ''}\n`)
-  return EXIT.failed
+  return ExitCode.refused
 }
 
 /** The hook token: --token-file, else $HOOKGATE_TOKEN, else the one the server generated into the state directory. */
-function readToken(file: string | undefined, env: NodeJS.ProcessEnv, stateDir: string): { value: string } | { error: string } {
+async function readToken(file: string | undefined, env: NodeJS.ProcessEnv, stateDir: string): Promise<{ value: string } | { error: string }> {
   const from = (path: string, missing: string): { value: string } | { error: string } => {
     let text: string
     try {

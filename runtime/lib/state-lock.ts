@@ -1,7 +1,8 @@
 // One process owns a state directory at a time. Two servers on one state would both resume the
 // same unfinished runs (a model asked twice, a reply delivered twice) and both answer the same
 // Idempotency-Key, so `serve` takes this lock before it opens or resumes anything and holds it
-// for the life of the process.
+// for the life of the process; the Gmail helper takes one on its own folder (<state>/gmail). In
+// lib/ because it knows nothing of what the folder holds (runtime/store/open.ts re-exports it).
 //
 // The lock is the file `<state>/lock`, created with O_EXCL and holding the owner's pid and its
 // start time (from /proc where there is one, so a reused pid does not look like the old owner).

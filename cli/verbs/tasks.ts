@@ -2,19 +2,35 @@
 // compiled bundle with its next firing times, and its last firing when a run history is at hand.
 // Reads the bundle and the history only; the list goes to stdout, notes to stderr.
 import { existsSync } from 'node:fs'
-import type { BundleTask } from '../runtime/bundle/format.js'
-import { loadBundle, type LoadedBundle } from '../runtime/bundle/load.js'
-import { getCommand, readCommandArgs, usageLine, processIO } from './commands.js'
-import { openHistory, storeUrlOf } from '../runtime/store/open.js'
-import { storeFlagOk } from './runs.js'
-import { printable, type CommandIO } from './runs.js'
-import { slotClock } from '../runtime/scheduler/cron.js'
-import { lastFiredSlots } from '../runtime/scheduler/fire.js'
+import { ExitCode } from '../exit-codes.js'
+import { BUNDLE_FLAG, DEFAULT_STATE_DIR, jsonFlag, processIO, readCommandArgs, usageLine, wholeNumber, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
+import { printable, storeFlagOk } from '../history.js'
+import type { BundleTask } from '../../runtime/bundle/format.js'
+import { loadBundle, type LoadedBundle } from '../../runtime/bundle/load.js'
+import { slotClock } from '../../runtime/scheduler/cron.js'
+import { openHistory, storeUrlOf } from '../../runtime/store/open.js'
+import { lastFiredSlots } from '../../runtime/scheduler/fire.js'
 
-const EXIT = { ok: 0, failed: 1, usage: 2 } as const
-const TASKS_USAGE = usageLine(getCommand('tasks'))
 const MAX_COUNT = 1000
 
+export const spec: CommandSpec = {
+  name: 'tasks',
+  readsState: true,
+  args: '',
+  summary: 'list the scheduled tasks of a compiled bundle with their next firing times',
+  flags: [
+    BUNDLE_FLAG,
+    { name: 'state', value: 'DIR', description: 'the state directory whose run history shows each task\'s last firing (default: .hookgate)' },
+    { name: 'store', value: 'URL', description: 'read each task\'s last firing from a PostgreSQL store (postgres://…) instead of the state directory (default: the bundle\'s server.store)' },
+    jsonFlag('the tasks as a JSON array'),
+    { name: 'count', value: 'N', default: '5', description: 'how many next firing times to show per task' },
+  ],
+  notes: [
+    'times are ISO-8601 UTC; a cron schedule is read in its task\'s timezone (default UTC)',
+  ],
+}
+
+const TASKS_USAGE = usageLine(spec)
 
 export interface TaskListing {
   id: string
@@ -52,24 +68,24 @@ export function listTasks(tasks: readonly BundleTask[], lastFired: ReadonlyMap<s
   })
 }
 
-export async function tasksCommand(argv: string[], defaults: { stateDir: string }, io: CommandIO = processIO, now: () => number = Date.now): Promise<number> {
-  const parsed = readCommandArgs('tasks', argv, io)
-  if (parsed.kind !== 'ok') return parsed.exit!
+export async function run(argv: string[], io: CommandIO = processIO, context: VerbContext & { stateDir?: string } = {}): Promise<number> {
+  const parsed = readCommandArgs(spec, argv, io)
+  if (parsed.kind !== 'ok') return parsed.exit
   const values = parsed.values as { bundle: string; state?: string; store?: string; json?: boolean; count: string }
-  if (!storeFlagOk('tasks', values.store, io)) return EXIT.usage
-  if (!/^[1-9][0-9]*$/.test(values.count) || Number(values.count) > MAX_COUNT) {
+  if (!storeFlagOk('tasks', values.store, io)) return ExitCode.usage
+  if (wholeNumber(values.count, MAX_COUNT) === undefined) {
     io.stderr(`hookgate tasks: --count takes a whole number from 1 to ${MAX_COUNT}, not "${values.count}"\n${TASKS_USAGE}\n`)
-    return EXIT.usage
+    return ExitCode.usage
   }
   let bundle: LoadedBundle
   try {
     bundle = await loadBundle(values.bundle)
   } catch (err) {
     io.stderr(`hookgate tasks: ${(err as Error).message}\n`)
-    return EXIT.failed
+    return ExitCode.refused
   }
   const tasks: readonly BundleTask[] = bundle.config.tasks
-  const stateDir = values.state ?? defaults.stateDir
+  const stateDir = values.state ?? context.stateDir ?? DEFAULT_STATE_DIR
   // --store wins; else the database the bundle's runtime writes to (server.store). One that cannot
   // be named here is said, not swapped for the state directory, whose history would be the wrong one.
   let store = values.store
@@ -94,17 +110,17 @@ export async function tasksCommand(argv: string[], defaults: { stateDir: string 
       await reader.close().catch(() => {})
     }
   }
-  const listing = listTasks(tasks, lastFired, Number(values.count), now())
+  const listing = listTasks(tasks, lastFired, Number(values.count), (context.now ?? Date.now)())
   if (values.json) {
     io.stdout(`${JSON.stringify(listing, null, 2)}\n`)
-    return EXIT.ok
+    return ExitCode.ok
   }
   if (listing.length === 0) {
     io.stderr('no tasks in this bundle (agents[].tasks in hooks.yaml)\n')
-    return EXIT.ok
+    return ExitCode.ok
   }
   io.stdout(listing.map(formatTask).join('\n'))
-  return EXIT.ok
+  return ExitCode.ok
 }
 
 function formatTask(t: TaskListing): string {
