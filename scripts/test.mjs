@@ -65,6 +65,7 @@ const pass = process.env.HOOKGATE_TEST_PASS ?? (filters.length > 0 ? 'one' : 'bo
 const postgresPass = pass !== 'both' && pass !== 'postgres' ? []
   : files.filter((f) => POSTGRES_PASS.some((p) => relative(root, f).startsWith(join('build', p))) && storeBound(f))
 const queue = [...(pass === 'postgres' ? [] : files.map((file) => ({ file, store: undefined }))), ...postgresPass.map((file) => ({ file, store: 'postgres' }))]
+const queued = queue.length
 /** per pass, the seconds its files took (two run at a time) */
 const seconds = { file: 0, postgres: 0 }
 async function worker() {
@@ -98,7 +99,7 @@ if (typecheck) {
   if (r.code === 0) { passed += 1; process.stdout.write('ok   typecheck (tsc --noEmit)\n') }
   else { failed += 1; process.stdout.write(`FAIL typecheck (tsc --noEmit)\n${r.output}\n`) }
 }
-if (queue.length === 0) { failed += 1; process.stdout.write('FAIL no test files found under build/test\n') }
+if (queued === 0) { failed += 1; process.stdout.write('FAIL no test files found under build/test\n') }
 const second = postgresPass.length > 0 ? `, and ${postgresPass.length} on PostgreSQL (their files took ${seconds.postgres.toFixed(0)} s of ${(seconds.file + seconds.postgres).toFixed(0)} s)` : ''
 process.stdout.write(`\n${pass === 'postgres' ? 0 : files.length} test files${second} in ${((Date.now() - started) / 1000).toFixed(1)} s${skipped ? `, ${skipped} skipped` : ''}\n`)
 process.stdout.write(`${passed} passed, ${failed} failed\n`)

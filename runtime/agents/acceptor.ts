@@ -2,8 +2,7 @@
 // (a Submission, with the row fields the request side fixes), and the narrow interface it hands it
 // to (Acceptor). The HTTP core, the endpoints and `hookgate try` see this, never the Engine class;
 // the engine implements it. Types only: imports nothing at run time.
-import type { RenderContext } from '../bundle/format.js'
-import type { AgentAction } from '../endpoints/mapping.js'
+import type { RenderContext, WakeMode } from '../bundle/format.js'
 import type { ReceivedRequest, RunRow, StoreHealth } from '../store/store.js'
 
 export interface Origin {
@@ -66,3 +65,38 @@ export interface Acceptor {
   /** whether the store can write now (503 store_unavailable while it cannot) */
   storeHealth(): StoreHealth | { ok: true } | { ok: false; reason: string }
 }
+
+// ---- the actions a request resolves into (built by runtime/endpoints/mapping.ts) ----
+
+export interface WakeAction {
+  kind: 'wake'
+  text: string
+  mode: WakeMode
+  agentId: string | null
+}
+
+export interface AgentAction {
+  kind: 'agent'
+  message: string
+  name: string | null
+  agentId: string | null
+  sessionKey: string | null
+  wakeMode: WakeMode
+  deliver: boolean
+  channel: string
+  to: string | null
+  model: string | null
+  thinking: string | null
+  timeoutSeconds: number | null
+}
+
+export interface WorkflowAction {
+  kind: 'workflow'
+  workflow: string
+  name: string | null
+  agentId: string | null
+  /** the input the workflow's step templates render against */
+  text: string
+}
+
+export type HookAction = WakeAction | AgentAction | WorkflowAction

@@ -13,38 +13,9 @@ import { ConditionTooCostly, beginConditionWork, conditionHelpers } from '../bun
 /** What a mapping sees of a request: exactly what its templates can read. */
 export type MappingInput = RenderContext
 
-export interface WakeAction {
-  kind: 'wake'
-  text: string
-  mode: WakeMode
-  agentId: string | null
-}
-
-export interface AgentAction {
-  kind: 'agent'
-  message: string
-  name: string | null
-  agentId: string | null
-  sessionKey: string | null
-  wakeMode: WakeMode
-  deliver: boolean
-  channel: string
-  to: string | null
-  model: string | null
-  thinking: string | null
-  timeoutSeconds: number | null
-}
-
-export interface WorkflowAction {
-  kind: 'workflow'
-  workflow: string
-  name: string | null
-  agentId: string | null
-  /** the input the workflow's step templates render against */
-  text: string
-}
-
-export type HookAction = WakeAction | AgentAction | WorkflowAction
+// The actions a request resolves into are the accepting side's contract (runtime/agents/acceptor.ts).
+export type { AgentAction, HookAction, WakeAction, WorkflowAction } from '../agents/acceptor.js'
+import type { AgentAction, HookAction, WakeAction, WorkflowAction } from '../agents/acceptor.js'
 
 /** What a chosen route makes of a request. */
 export type RouteOutcome =

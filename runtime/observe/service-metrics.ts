@@ -4,7 +4,6 @@
 //
 // No label value here ever comes from a request: routes are mapping ids or fixed names, journals
 // are named by kind, never by path; so the series count is bounded by the config.
-import { observeStore } from '../store/open.js'
 import type { FlushEvent, RunAction, RunStatus } from '../store/store.js'
 import { Registry, type Counter } from './metrics.js'
 
@@ -134,11 +133,12 @@ registry.counterReading('process_cpu_seconds_total', 'User and system CPU time s
 })
 
 /**
- * Points the journal's and the run store's hooks at these counters; start-up calls it, and again
- * is harmless.
+ * What the journal's and the run store's hooks are pointed at (runtime/serve/service.ts, through
+ * the store's observeStore; again is harmless): a write's flush, and a run's status made durable.
  */
-export function installMetricHooks(): void {
-  observeStore({ onFlush: observeFlush, onDurable: (action: RunAction, status: RunStatus) => runs.labels(action, status).inc() })
+export const storeMetricHooks = {
+  onFlush: observeFlush,
+  onDurable: (action: RunAction, status: RunStatus): void => { runs.labels(action, status).inc() },
 }
 
 // ---- one server's view ---------------------------------------------------------------------

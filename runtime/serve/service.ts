@@ -17,10 +17,10 @@ import { DEFAULT_MAX_PENDING_BYTES, type BundleConfig } from '../bundle/format.j
 import { IdempotencyIndex } from '../http/idempotency.js'
 import { Notifier } from '../notify/notifier.js'
 import { createLogger, type Logger } from '../observe/log.js'
-import { installMetricHooks, metricsRenderer } from '../observe/service-metrics.js'
+import { metricsRenderer, storeMetricHooks } from '../observe/service-metrics.js'
 import { Scheduler } from '../scheduler/scheduler.js'
 import { fireTask, lastFiredSlots } from '../scheduler/fire.js'
-import { acquireStateLock, connectStore, openStore, shownStoreUrl, storeOptionsOf, storeUrlOf } from '../store/open.js'
+import { acquireStateLock, connectStore, observeStore, openStore, shownStoreUrl, storeOptionsOf, storeUrlOf } from '../store/open.js'
 import type { RefusalRecorder, Store } from '../store/store.js'
 import { removeAddressFile, writeAddressFile } from '../lib/address-file.js'
 import { registerDuties } from './duties.js'
@@ -124,7 +124,7 @@ export async function startService(options: ServeOptions): Promise<Service> {
     let firedAtStart: ReadonlyMap<string, number> = store?.lastFiredSlots ? await store.lastFiredSlots() : new Map()
     await listen(server, port, host)
     // From here to the handler everything is synchronous: no request is read before it is wired.
-    installMetricHooks()
+    observeStore(storeMetricHooks)
     serving = prepare(first, stateDir, {
       generatedToken: (token, where) => log.info(`generated a hook token (saved in ${where}, mode 0600; it is printed only this once)`, { token }),
       generatedSecret,
