@@ -5,6 +5,8 @@
 // text enters the generated code only through JSON.stringify; the output is byte-identical for
 // identical inputs. The files are written beside their places and renamed in (stageBundle), so a
 // write that fails leaves the out dir as it was.
+// Over 400 lines because the generated module's text is written here in one place (the manifest,
+// the config, the route table, the templates): its shape is read top to bottom, as it is emitted.
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve, sep } from 'node:path'

@@ -327,4 +327,11 @@ arrows('every excused edge is one the checks would refuse (nothing is excused th
   assert.equal(needless, [])
 })
 
+arrows('a source file over 400 lines says in its header why it is long', () => {
+  const unexplained = [...sources].filter(([, text]) => text.split('\n').length > 420)
+    .filter(([, text]) => !/^(\/\/|\s*\*).*over 400 lines/im.test(text.split('\n').slice(0, 30).join('\n')))
+    .map(([file, text]) => `${file} (${text.split('\n').length} lines)`)
+  assert.equal(unexplained, [])
+})
+
 arrows.run()

@@ -11,6 +11,8 @@
 // instead, saying why, and the caller still hears the refusal. A backend shared by several runtimes
 // may also answer `fenced_out` (another runtime took the run over): its driver drops the run here
 // (drop()), and nothing writes it again.
+// Over 400 lines because it is every store's one copy of these rules: split, the rules about one
+// row would sit in several files.
 import { isoNow } from '../observe/clock.js'
 import { buildRow, checkStatus, cleanExtra, cleanNote, movableRow, notPlainJson, storeReceivedOnce, withNote, withStatus, withoutReceived, withoutRequest, type StatusChange } from './rows.js'
 import {

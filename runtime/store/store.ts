@@ -6,6 +6,8 @@
 //
 // A store's promise is the same whichever it is: a write resolves only once it is durable, so a
 // request is answered only after its run is on disk (or committed), and memory changes only after.
+// Over 400 lines because it is the whole contract between the store and everything above it: the
+// rows' types and their rules, the logs, the history reader; each part is short.
 import type { IncomingHttpHeaders } from 'node:http'
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped'
