@@ -29,14 +29,19 @@ const heartbeatRequests = () => model.requests.filter((r) => String(r.body?.mess
 const hb = suite('the main session heartbeat')
 
 hb('a next-heartbeat wake stays queued until the periodic heartbeat reads it', async () => {
-  const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: 1s } }')))
+  const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: 3s } }')))
   try {
+    // The first wake finds the timer at some point of its period; the one after it is sent as a
+    // heartbeat has just read the first, so a whole period lies ahead of it, whatever the store's
+    // read latency or the machine's load (the check does not depend on a short sleep).
+    const first = await wake(h, 'first event', 'next-heartbeat')
+    await runReaches(h.stateDir, first, 'succeeded', 15_000)
     model.requests.length = 0
     const runId = await wake(h, 'disk almost full', 'next-heartbeat')
-    await sleep(100)
-    const early = await runReaches(h.stateDir, runId, 'queued', 500)
+    const early = await runReaches(h.stateDir, runId, 'queued', 2000)
     assert.is(early.status, 'queued')
-    await runReaches(h.stateDir, runId, 'succeeded', 4000)
+    assert.is(heartbeatRequests().length, 0, 'no turn ran for the wake itself')
+    await runReaches(h.stateDir, runId, 'succeeded', 15_000)
     assert.match(String(heartbeatRequests().at(-1)?.body.messages[1].content), 'disk almost full')
   } finally {
     await h.close()

@@ -20,8 +20,10 @@ if (!pg) {
     crashOptions: { hostTtlMs: 1000, sweepMs: 200 },
     // the dead runtime's runs, claimed by this one's sweep once its lease ran out
     resumed: async (store, count, withinMs) => {
-      // the sweep claims once someone listens; what it claims, the run log holds
+      // the sweep claims once someone listens; what it claims, the run log holds. A store opened
+      // as the runtime opens it leaves its sweep to the runtime's supervisor: started here instead.
       store.onTakeover!(() => {})
+      await store.duties?.takeoverSweep?.start()
       return until(`${count} runs to be taken over`, () => (store.runs.unfinished().length >= count ? store.runs.unfinished() : undefined), withinMs).catch(() => store.runs.unfinished())
     },
     done: () => pg.destroy(),
