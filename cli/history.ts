@@ -52,7 +52,7 @@ export function storeFlagOk(command: string, store: string | undefined, io: Comm
 const TEXT_HIDDEN = new Set(['request', 'requestBlob', 'received', 'receivedBlob', 'receivedIn', 'response', 'idempotency'])
 
 /** One `field  value` line per field of the row; objects and lists (deliveries, notifications) as one JSON line each. */
-export function formatRow(row: RunRow): string {
+export function formatRow(row: RunRow, storedRequest?: boolean): string {
   const entries = Object.entries(row).filter(([k, v]) => v !== undefined && !TEXT_HIDDEN.has(k))
   const width = Math.max(...entries.map(([k]) => k.length))
   const lines: string[] = []
@@ -64,7 +64,8 @@ export function formatRow(row: RunRow): string {
       lines.push(`${k.padEnd(width)}  ${printable(typeof v === 'string' ? v : JSON.stringify(v))}`)
     }
   }
-  const stored = row.received !== undefined || row.receivedBlob !== undefined || row.receivedIn !== undefined
+  // a store that keeps the request beside the row (PostgreSQL) says so through its reader: storedRequest
+  const stored = storedRequest ?? (row.received !== undefined || row.receivedBlob !== undefined || row.receivedIn !== undefined)
   lines.push(`${'replay'.padEnd(width)}  ${stored ? `hookgate runs replay ${row.id}` : 'no stored request'}`)
   return lines.join('\n') + '\n'
 }

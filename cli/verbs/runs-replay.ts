@@ -1,4 +1,4 @@
-// `hookgate runs replay RUN_ID [--payload FILE] [--state DIR] [--url URL] [--token-file FILE]`: sends
+// `hookgate runs replay RUN_ID [--payload FILE] [--state DIR | --store URL] [--url URL] [--token-file FILE]`: sends
 // a past run's stored request (the request its mapping saw, secret headers left out) to the running
 // server again, with the hook token and `x-hookgate-replay-of: RUN_ID`. The server runs it through
 // the bundle it serves now, as a new run with `replayOf` set, accepted durably like any request; a
@@ -7,8 +7,8 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ExitCode } from '../exit-codes.js'
-import { DEFAULT_STATE_DIR, processIO, readCommandArgs, usageLine, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
-import { historyAt, printable, readHistory } from '../history.js'
+import { DEFAULT_STATE_DIR, HISTORY_FLAGS, processIO, readCommandArgs, usageLine, type CommandIO, type CommandSpec, type VerbContext } from '../flags.js'
+import { historyAt, printable, readHistory, storeFlagOk } from '../history.js'
 import { GENERATED_TOKEN_FILE } from '../../runtime/bundle/secrets.js'
 
 export const spec: CommandSpec = {
@@ -17,7 +17,7 @@ export const spec: CommandSpec = {
   summary: 'send a past run\'s stored request again, through the running server and its current bundle, as a new run',
   flags: [
     { name: 'payload', value: 'FILE', description: 'a JSON body to send instead of the stored payload' },
-    { name: 'state', value: 'DIR', description: 'the state directory holding the run history (default: .hookgate)' },
+    ...HISTORY_FLAGS,
     { name: 'url', value: 'URL', default: 'http://127.0.0.1:8787', description: 'the running server' },
     { name: 'token-file', value: 'FILE', description: 'a file holding the hook token (default: $HOOKGATE_TOKEN, else <state>/token)' },
   ],
@@ -40,12 +40,13 @@ const NOT_REPLAYED = new Set([
 export async function run(argv: string[], io: CommandIO = processIO, context: VerbContext & { stateDir?: string } = {}): Promise<number> {
   const parsed = readCommandArgs(spec, argv, io)
   if (parsed.kind !== 'ok') return parsed.exit
-  const values = parsed.values as { payload?: string; state?: string; url: string; 'token-file'?: string }
+  const values = parsed.values as { payload?: string; state?: string; store?: string; url: string; 'token-file'?: string }
   const usage = (why: string): number => {
     io.stderr(`hookgate runs replay: ${why}\n${RUNS_REPLAY_USAGE}\n`)
     return ExitCode.usage
   }
   if (parsed.positionals.length !== 1 || parsed.positionals[0] === '') return usage('name one run id')
+  if (!storeFlagOk('runs replay', values.store, io)) return ExitCode.usage
   const id = parsed.positionals[0]!
   const stateDir = values.state || context.stateDir || DEFAULT_STATE_DIR
   let server: URL
@@ -71,15 +72,21 @@ export async function run(argv: string[], io: CommandIO = processIO, context: Ve
   const token = await readToken(values['token-file'], context.env ?? process.env, stateDir)
   if ('error' in token) return usage(token.error)
 
-  const reader = historyAt(stateDir)
-  const history = await readHistory('runs replay', reader, io)
-  if (!history) return ExitCode.refused
-  const row = history.rows.find((r) => r.id === id)
-  if (!row) {
-    io.stderr(`hookgate runs replay: no run with id ${printable(id)} in ${reader.where}\n`)
-    return ExitCode.refused
+  const reader = historyAt(stateDir, values.store)
+  let received: Awaited<ReturnType<typeof reader.received>>
+  try {
+    const history = await readHistory('runs replay', reader, io)
+    if (!history) return ExitCode.refused
+    const row = history.rows.find((r) => r.id === id)
+    if (!row) {
+      io.stderr(`hookgate runs replay: no run with id ${printable(id)} in ${reader.where}\n`)
+      return ExitCode.refused
+    }
+    received = await reader.received(row)
+  } finally {
+    // a database reader holds a connection that would keep the process alive
+    await reader.close().catch(() => {})
   }
-  const received = await reader.received(row)
   if (!received) {
     io.stderr(`hookgate runs replay: run ${id} has no stored request to send again (only mapped runs recorded by this version keep one, and a compaction may have dropped an old run's)\n`)
     return ExitCode.refused

@@ -48,15 +48,15 @@ async function showRun(id: string, reader: HistoryReader, json: boolean, io: Com
     return ExitCode.refused
   }
   const { run: row, steps, correlated, replays } = related
+  const received = await reader.received(row)
   if (json) {
-    const received = await reader.received(row)
     const full = received !== undefined && row.received === undefined ? { ...row, received } : row
     // the request is shown where it is read, whichever row keeps it
     if (full !== row) delete (full as RunRow).receivedIn
     io.stdout(`${JSON.stringify({ run: full, steps, correlated, replays }, null, 2)}\n`)
     return ExitCode.ok
   }
-  io.stdout(formatRow(row))
+  io.stdout(formatRow(row, received !== undefined))
   for (const [title, rows] of [['steps', steps], ['same correlation id', correlated], ['replays', replays]] as const) {
     if (rows.length > 0) io.stdout(`\n${title}:\n${formatTable(rows)}`)
   }

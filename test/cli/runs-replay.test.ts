@@ -12,7 +12,7 @@ import { readRows } from '../helpers/history.js'
 import { assertError, assertOk, compileProject, post, recompile, rowOf, runReaches, send, setTestToken, spawnServe, type Project, type ServeProcess } from '../runtime/http/harness.js'
 import { describeRun, hookgate, runNode, stdoutJson, type CliResult } from './cli-helpers.js'
 import { hookgateBin } from '../helpers/paths.js'
-import { divergesOnPostgres, REPLAY_WITHOUT_STORE, storeArgs } from '../helpers/stores.js'
+import { storeArgs } from '../helpers/stores.js'
 
 const TOKEN = setTestToken()
 process.env.HOOKGATE_TEST_GH_SECRET = 'gh-replay-secret'
@@ -84,7 +84,7 @@ replay('a run whose transform threw is stored with the request as it arrived, se
   ctx.sibling = (await newest(ctx, (r) => r.correlationId === correlation && r.id !== failed!.id))!.id
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('runs show lists the run\'s row and the runs sharing its correlation id', async (ctx) => {
+replay('runs show lists the run\'s row and the runs sharing its correlation id', async (ctx) => {
   const shown = await show(ctx, ctx.failed)
   assert.is(shown.run.id, ctx.failed)
   assert.is(shown.run.status, 'failed')
@@ -100,7 +100,7 @@ divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('runs show lists the run\'s row
   assert.match(text.stdout, `hookgate runs replay ${ctx.failed}`)
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('runs show and runs replay exit 1 for an unknown run id', async (ctx) => {
+replay('runs show and runs replay exit 1 for an unknown run id', async (ctx) => {
   for (const sub of [['runs', 'show', 'no-such-run', '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir)], ['runs', 'replay', 'no-such-run', '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir), '--url', ctx.server.origin, '--token-file', ctx.tokenFile]]) {
     const r = await cli(ctx, sub)
     assert.is(r.code, 1, describeRun(r))
@@ -109,7 +109,7 @@ divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('runs show and runs replay exit
   }
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a failed run replayed after its transform is fixed and recompiled succeeds as a new run with replayOf set', async (ctx) => {
+replay('a failed run replayed after its transform is fixed and recompiled succeeds as a new run with replayOf set', async (ctx) => {
   writeFileSync(join(ctx.project.dir, 'transforms/orders.mjs'), FIXED)
   await recompile(ctx.project)
   await ctx.server.line('bundle reloaded', 10_000)
@@ -130,7 +130,7 @@ divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a failed run replayed after it
   assert.equal((await show(ctx, ctx.failed)).replays.map((x) => x.id), [answer.runId])
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a replay with --payload sends the edited payload instead of the stored one', async (ctx) => {
+replay('a replay with --payload sends the edited payload instead of the stored one', async (ctx) => {
   const file = join(ctx.project.dir, 'edited.json')
   writeFileSync(file, JSON.stringify({ id: 43 }))
   const r = await replayCli(ctx, ctx.failed, ['--payload', file])
@@ -140,7 +140,7 @@ divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a replay with --payload sends 
   assert.is((row.request as { text?: string }).text, 'order 43')
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('the token can come from HOOKGATE_TOKEN, and a wrong one is refused with exit 1', async (ctx) => {
+replay('the token can come from HOOKGATE_TOKEN, and a wrong one is refused with exit 1', async (ctx) => {
   const args = [hookgateBin, 'runs', 'replay', ctx.failed, '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir), '--url', ctx.server.origin]
   const good = await runNode(args, { cwd: ctx.project.dir, env: { ...process.env, HOOKGATE_TOKEN: TOKEN } })
   assert.is(good.code, 0, describeRun(good))
@@ -150,7 +150,7 @@ divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('the token can come from HOOKGA
   assert.match(bad.stderr, '401 unauthorized')
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a signed mapping\'s run is replayed on the hook token, without its signature', async (ctx) => {
+replay('a signed mapping\'s run is replayed on the hook token, without its signature', async (ctx) => {
   const body = JSON.stringify({ action: 'opened' })
   const signature = `sha256=${createHmac('sha256', 'gh-replay-secret').update(body).digest('hex')}`
   const first = assertOk(await send(ctx.server.origin, '/hooks/github', { body, headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature } }), 200, WAKE_KEYS)
@@ -164,7 +164,7 @@ divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a signed mapping\'s run is rep
   ctx.signed = first.runId
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a replay header without the hook token is 401 on a signed mapping, and a token alone still needs the signature', async (ctx) => {
+replay('a replay header without the hook token is 401 on a signed mapping, and a token alone still needs the signature', async (ctx) => {
   const body = { action: 'opened' }
   assertError(await send(ctx.server.origin, '/hooks/github', { body, headers: { 'x-hookgate-replay-of': ctx.signed } }), 401, 'unauthorized')
   assertError(await send(ctx.server.origin, '/hooks/github', { body, token: 'wrong-token', headers: { 'x-hookgate-replay-of': ctx.signed } }), 401, 'unauthorized')
@@ -174,14 +174,14 @@ divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a replay header without the ho
   assertError(await send(ctx.server.origin, '/hooks/github', { body, token: TOKEN, headers: { 'x-hookgate-replay-of': 'not one id' } }), 400, 'invalid_replay_of')
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a run without a stored request (a /wake) is refused with exit 1 and says why', async (ctx) => {
+replay('a run without a stored request (a /wake) is refused with exit 1 and says why', async (ctx) => {
   const wake = assertOk(await post(ctx.server.origin, '/hooks/wake', TOKEN, { text: 'hello' }), 200, WAKE_KEYS)
   const r = await replayCli(ctx, wake.runId)
   assert.is(r.code, 1, describeRun(r))
   assert.match(r.stderr, `run ${wake.runId} has no stored request to send again`)
 })
 
-divergesOnPostgres(replay, REPLAY_WITHOUT_STORE)('a fan-out\'s later run, whose row names the run holding the request, is shown and replayed with the request whole', async (ctx) => {
+replay('a fan-out\'s later run, whose row names the run holding the request, is shown and replayed with the request whole', async (ctx) => {
   const body = { events: [{ n: 1 }, { n: 2 }, { n: 3 }], note: 'stored once' }
   const first = (await post(ctx.server.origin, '/hooks/batch', TOKEN, body)).json as { runIds: string[] }
   const last = first.runIds[2]!

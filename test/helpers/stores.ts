@@ -111,5 +111,3 @@ export function withTestStore(yaml: string): string {
 export const WAKES_BEFORE_SESSION = 'wakes accepted before the runtime holds its agent\'s session (its first moments) are read at once and together when it gains it'
 /** Under load, a workflow on PostgreSQL whose wake step runs in those first moments can stall: the step after it is never created. */
 export const WAKE_STEP_BEFORE_SESSION = 'a workflow whose wake step runs before the runtime holds the agent\'s session can stall, its next step never created'
-/** `hookgate runs replay` takes no --store (it cannot read a PostgreSQL history), and `runs show` says "no stored request" of a run PostgreSQL keeps one for (it looks in the row, not through the reader). */
-export const REPLAY_WITHOUT_STORE = '`hookgate runs replay` takes no --store, and `runs show` does not see a received request PostgreSQL keeps beside the row'
