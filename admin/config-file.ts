@@ -3,7 +3,7 @@
 // pull`), and written so that the running runtime picks the new bundle up (it watches the bundle).
 //
 // saveConfig is the one save path: the operator page, `hookgate trigger|task add|rm` and `hookgate
-// webhooks gmail setup` all write hooks.yaml through it. A save is whole or nothing: compile the
+// webhooks gmail setup` all write hooks.yaml through it (the Gmail helper imports this module only). A save is whole or nothing: compile the
 // new text in memory → on any error, 422 and nothing on disk changed → compare the file's hash with
 // the one the edit was made on (409 when they differ) → write the new hooks.yaml and every bundle
 // file beside their places (a failure here changes nothing) → rename hooks.yaml, then the bundle,
@@ -16,9 +16,21 @@ import { compileSource, type CompileOutcome } from '../compiler/index.js'
 import { stageBundle, type EmitResult } from '../compiler/emit.js'
 import { pointer, type PathSegment } from '../compiler/load.js'
 import type { Diagnostic } from '../compiler/diagnostics.js'
-import { GENERATED_TOKEN_FILE, generatedSecret } from '../runtime/secrets.js'
+import { GENERATED_TOKEN_FILE, generatedSecret } from '../runtime/bundle/secrets.js'
 import { applyEdit, definitionId, EditError, type Edit } from './definitions.js'
 import { YamlEditError } from './yaml-edit.js'
+
+// The rest of the library, for a helper outside the control plane that reads and edits hooks.yaml
+// (the Gmail helper, DESIGN §1): the config read as the compiler reads it (an alias bomb refused
+// before it expands), an edit that keeps the file's comments, a finding as one line of text, and
+// what the config says of where things are: the state directory, the base path, this hookgate's
+// own address, the hook token. Re-exported here so that such a helper depends on this module alone,
+// neither on the control plane's other files nor on the compiler.
+export { documentValue } from '../compiler/load.js'
+export { formatText } from '../compiler/diagnostics.js'
+export { preservingEdit } from './yaml-edit.js'
+export { basePathOf, localRuntimeUrl, stateDirOf } from './endpoints.js'
+export { hookTokenValue, secretSpecOf } from './tokens.js'
 
 export interface ConfigSnapshot {
   text: string

@@ -6,8 +6,8 @@
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
-import { BUNDLE_FILE } from '../runtime/bundle-format.js'
-import type { DryRunAnswer } from '../runtime/try.js'
+import { BUNDLE_FILE } from '../runtime/bundle/format.js'
+import type { DryRunAnswer } from '../runtime/endpoints/try.js'
 import type { DryRunReply, DryRunRequest } from './try-worker.js'
 
 /** A worker is replaced once the bundles it imported reach this many bytes (or RECYCLE_AFTER_RUNS runs). */

@@ -3,10 +3,9 @@
 // ready-to-copy curl line that reads the hook token from where it is kept (the variable or file
 // hooks.token names), so neither the page nor the command line ever shows the token itself.
 // The Gmail helper finds /hooks/gmail the same way.
-import { readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
-import { ADDRESS_FILE } from '../runtime/service.js'
-import { hookName, normaliseBasePath } from '../runtime/hook-path.js'
+import { readRuntimeAddress } from '../runtime/lib/address-file.js'
+import { hookName, normaliseBasePath } from '../runtime/bundle/hook-path.js'
 
 /** hooks.yaml as plain data (what yaml's toJS gives; {} for an empty file). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -28,7 +27,7 @@ export function endpointsOf(value: ConfigValue, where: EndpointBase): (triggerPa
   const base = (where.publicUrl?.replace(/\/+$/, '') ?? runtimeAddress(where.stateDir)?.url ?? localRuntimeUrl(value)) + basePathOf(value)
   const token = tokenExpression(value, where.stateDir)
   return (triggerPath) => {
-    // The name as the compiler puts it in the route table (runtime/hook-path.ts); a path it refuses has no URL.
+    // The name as the compiler puts it in the route table (runtime/bundle/hook-path.ts); a path it refuses has no URL.
     const name = hookName(triggerPath)
     if (name === undefined) return null
     const url = `${base}/${name}`
@@ -37,14 +36,7 @@ export function endpointsOf(value: ConfigValue, where: EndpointBase): (triggerPa
 }
 
 /** Where the runtime owning the state directory listens (it writes <state>/address.json while it runs). */
-export function runtimeAddress(stateDir: string): { url: string; basePath: string } | undefined {
-  try {
-    const a = JSON.parse(readFileSync(join(stateDir, ADDRESS_FILE), 'utf8')) as { url?: unknown; basePath?: unknown }
-    return typeof a.url === 'string' ? { url: a.url, basePath: String(a.basePath ?? '/hooks') } : undefined
-  } catch {
-    return undefined
-  }
-}
+export const runtimeAddress = readRuntimeAddress
 
 /** hooks.path as the compiler normalises it (default /hooks). */
 export function basePathOf(value: ConfigValue): string {

@@ -2,10 +2,14 @@
 // own files in the state directory for the file store), read (never written) and parsed again only
 // when it changed. A query filters and pages the rows
 // newest first; a run's detail adds its steps, the runs under its correlation id, its replays and
-// the deliveries of its reply; `changes` lets the page wait for new rows instead of polling.
+// the deliveries of its reply; `changes` lets the page wait for new rows instead of polling. The
+// filters and the related runs are the ones `hookgate runs` uses (runtime/store/history-query.ts);
+// the deliveries are read as the engine wrote them (runtime/agents/transcripts.ts).
 import { existsSync, watch, type FSWatcher } from 'node:fs'
 import { openHistory } from '../runtime/store/open.js'
+import { filterRuns, runRelations } from '../runtime/store/history-query.js'
 import type { HistoryReader, RunRow } from '../runtime/store/store.js'
+import { deliveriesOf, type Delivery } from '../runtime/agents/transcripts.js'
 
 export interface RunQuery {
   kind?: string
@@ -35,7 +39,7 @@ export interface RunDetail {
   steps: RunSummary[]
   correlated: RunSummary[]
   replays: RunSummary[]
-  deliveries: Array<{ at: string; note: string }>
+  deliveries: Delivery[]
 }
 
 const SUMMARY_KEYS = ['id', 'definitionKind', 'definitionId', 'correlationId', 'action', 'status', 'createdAt', 'updatedAt', 'finishedAt', 'name', 'error', 'agentId', 'replayOf', 'parentRunId', 'stepId', 'scheduledFor'] as const
@@ -77,15 +81,15 @@ export class History {
 
   async query(q: RunQuery): Promise<RunPage> {
     const version = await this.version()
-    const statuses = q.status?.filter(Boolean) ?? []
     const since = q.since ? Date.parse(q.since) : NaN
     const until = q.until ? Date.parse(q.until) : NaN
-    const matching = (await this.rows()).filter((r) =>
-      (!q.kind || r.definitionKind === q.kind) &&
-      (statuses.length === 0 || statuses.includes(r.status)) &&
-      (!q.definition || r.definitionId === q.definition) &&
-      (Number.isNaN(since) || Date.parse(r.createdAt) >= since) &&
-      (Number.isNaN(until) || Date.parse(r.createdAt) < until))
+    const matching = filterRuns(await this.rows(), {
+      ...(q.kind ? { kind: q.kind } : {}),
+      status: q.status?.filter(Boolean) ?? [],
+      ...(q.definition ? { definition: q.definition } : {}),
+      ...(Number.isNaN(since) ? {} : { from: since }),
+      ...(Number.isNaN(until) ? {} : { until }),
+    })
     // from a query string: anything but a whole number is the default
     const whole = (n: number | undefined, fallback: number) => (n !== undefined && Number.isFinite(n) ? Math.trunc(n) : fallback)
     const limit = Math.min(Math.max(1, whole(q.limit, 25)), 200)
@@ -102,32 +106,19 @@ export class History {
   }
 
   async detail(id: string): Promise<RunDetail | undefined> {
-    const rows = await this.rows()
-    const row = rows.find((r) => r.id === id)
-    if (!row) return undefined
-    const oldestFirst = [...rows].reverse()
-    const steps = oldestFirst.filter((r) => r.parentRunId === id)
-    const stepIds = new Set(steps.map((r) => r.id))
+    const related = runRelations(await this.rows(), id)
+    if (!related) return undefined
     const run: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(row)) if (!HIDDEN.has(k)) run[k] = v
-    const received = await this.reader.received(row)
+    for (const [k, v] of Object.entries(related.run)) if (!HIDDEN.has(k)) run[k] = v
+    const received = await this.reader.received(related.run)
     if (received !== undefined) run.received = received
     return {
       run: run as unknown as RunRow,
-      steps: steps.map(summary),
-      correlated: oldestFirst.filter((r) => r.correlationId === row.correlationId && r.id !== id && !stepIds.has(r.id)).map(summary),
-      replays: oldestFirst.filter((r) => r.replayOf === id).map(summary),
-      deliveries: await this.deliveries(id),
+      steps: related.steps.map(summary),
+      correlated: related.correlated.map(summary),
+      replays: related.replays.map(summary),
+      deliveries: await deliveriesOf(this.reader, id),
     }
-  }
-
-  /** Replies the engine delivered for the run (the isolated-turn journal records them). */
-  private async deliveries(runId: string): Promise<Array<{ at: string; note: string }>> {
-    const out: Array<{ at: string; note: string }> = []
-    for (const r of await this.reader.logRecords<{ type?: string; runId?: string; at?: string; note?: string }>('isolated')) {
-      if (r.type === 'delivered' && r.runId === runId) out.push({ at: String(r.at), note: String(r.note ?? '').trim().replace(/^\(|\)$/g, '') })
-    }
-    return out
   }
 
   /** Resolves with the new version once the history changes from `after`, or after `ms` with the same one. */

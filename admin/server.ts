@@ -27,9 +27,10 @@ import { writeBundle } from '../compiler/emit.js'
 import { compileCron, compileEvery } from '../compiler/cron.js'
 import { slotClock } from '../runtime/scheduler/cron.js'
 import { AuthLimiter, presentedToken, tokenMatches } from '../runtime/http/auth.js'
+import { HttpError, sendError, sendJson, type ErrorCode } from '../runtime/http/errors.js'
 import { DryRunFailed, DryRuns } from './dry-runs.js'
 import { basePathOf, displayPath, endpointsOf, runtimeAddress } from './endpoints.js'
-import { hookName } from '../runtime/hook-path.js'
+import { hookName } from '../runtime/bundle/hook-path.js'
 import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
 import { ConfigFile, splitFindings } from './config-file.js'
 import { History } from './history.js'
@@ -69,12 +70,6 @@ export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; con
 const MAX_BODY = 1024 * 1024
 const LONG_POLL_MS = 25_000
 
-class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly extra: Record<string, unknown> = {}) {
-    super(message)
-  }
-}
-
 export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   const config = new ConfigFile(options.config, options.outDir, options.stateDir)
   const history = new History(options.stateDir, options.store)
@@ -92,7 +87,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   const server = createServer({ requestTimeout: 60_000, headersTimeout: 20_000, keepAliveTimeout: 5000 }, (req, res) => {
     handle(req, res).catch((err: Error) => {
       log(JSON.stringify({ t: new Date().toISOString(), level: 'error', msg: 'admin request failed', path: (req.url ?? '').split('?')[0], error: err.message }))
-      if (!res.headersSent) send(res, 500, { ok: false, code: 'internal', error: 'the admin server could not answer; see its log' })
+      if (!res.headersSent) fail(res, new HttpError(500, 'internal_error', 'the admin server could not answer; see its log'))
       else res.destroy()
     })
   })
@@ -102,18 +97,18 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     try {
       url = new URL(req.url ?? '/', 'http://admin')
     } catch {
-      return send(res, 400, { ok: false, code: 'path_invalid', error: 'the request target is not a valid URL path' })
+      return fail(res, new HttpError(400, 'path_invalid', 'the request target is not a valid URL path'))
     }
     const path = url.pathname
     const asset = STATIC[path]
     if (asset && (req.method === 'GET' || req.method === 'HEAD')) {
       const body = files.get(asset.file)
-      if (!body) return send(res, 500, { ok: false, code: 'ui_missing', error: 'the page was not built; run npm run build' })
+      if (!body) return fail(res, new HttpError(500, 'ui_missing', 'the page was not built; run npm run build'))
       res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': asset.type, 'content-length': body.length, 'cache-control': 'no-cache' })
       res.end(req.method === 'HEAD' ? undefined : body)
       return
     }
-    if (!path.startsWith('/api/')) return send(res, 404, { ok: false, code: 'not_found', error: `nothing is served at ${path.slice(0, 200)}` })
+    if (!path.startsWith('/api/')) return fail(res, new HttpError(404, 'not_found', `nothing is served at ${path.slice(0, 200)}`))
     // As the runtime does with hook tokens: the right token passes even while locked out and
     // clears the count; a wrong or missing one counts, 401 until the limit, then 429.
     const client = req.socket.remoteAddress ?? 'unknown'
@@ -123,15 +118,16 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       limiter.succeed(client)
     } else {
       const locked = limiter.retryAfter(client, now) || limiter.fail(client, now)
-      if (locked > 0) return send(res, 429, { ok: false, code: 'too_many_auth_failures', error: `too many failed admin logins; try again in ${locked} s` }, { 'retry-after': String(locked) })
-      return send(res, 401, { ok: false, code: presented === undefined ? 'token_missing' : 'token_invalid', error: presented === undefined ? 'send the admin token in the Authorization: Bearer header' : 'the admin token is not valid' })
+      if (locked > 0) return fail(res, new HttpError(429, 'too_many_auth_failures', `too many failed admin logins; try again in ${locked} s`, { 'retry-after': String(locked) }))
+      return fail(res, presented === undefined ? new HttpError(401, 'token_missing', 'send the admin token in the Authorization: Bearer header') : new HttpError(401, 'token_invalid', 'the admin token is not valid'))
     }
     try {
       await route(req, res, url)
     } catch (err) {
-      if (err instanceof ApiError) return send(res, err.status, { ok: false, code: err.code, error: err.message, ...err.extra })
-      if (err instanceof EditError) return send(res, err.status, { ok: false, code: err.code, error: err.message })
-      if (err instanceof YamlEditError) return send(res, 422, { ok: false, code: 'config_invalid', error: err.message })
+      if (err instanceof HttpError) return fail(res, err)
+      // the config-editing library's refusals, with the codes of the registry (runtime/http/error-codes.ts)
+      if (err instanceof EditError) return fail(res, new HttpError(err.status, err.code as ErrorCode, err.message))
+      if (err instanceof YamlEditError) return fail(res, new HttpError(422, 'config_invalid', err.message))
       throw err
     }
   }
@@ -171,7 +167,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     if (run) {
       if (method !== 'GET') return notAllowed('GET')
       const detail = await history.detail(pathParam(run[1]!, 'run id'))
-      return detail ? send(res, 200, detail) : send(res, 404, { ok: false, code: 'run_unknown', error: 'no run with that id in the history' })
+      return detail ? send(res, 200, detail) : fail(res, new HttpError(404, 'run_unknown', 'no run with that id in the history'))
     }
     const defs = /^\/api\/agents\/([^/]+)\/(triggers|tasks)(?:\/([^/]+))?$/.exec(path)
     if (defs) {
@@ -181,10 +177,10 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       if (name === null && method !== 'POST') return notAllowed('POST')
       if (name !== null && method !== 'PUT' && method !== 'DELETE') return notAllowed('PUT, DELETE')
       const ifMatch = req.headers['if-match']?.replace(/^W\//, '').replace(/^"|"$/g, '')
-      if (!ifMatch) throw new ApiError(428, 'if_match_required', 'send If-Match with the hash of hooks.yaml the edit was made on (overview.config.hash)')
+      if (!ifMatch) throw new HttpError(428, 'if_match_required', 'send If-Match with the hash of hooks.yaml the edit was made on (overview.config.hash)')
       const definition = method === 'DELETE' ? null : cleanDefinition(kind, (await readJson(req) as { definition?: unknown }).definition)
       const result = await config.save({ kind, agentId, original: name, definition }, ifMatch)
-      if (!result.ok) return send(res, result.status, { ok: false, code: result.code, error: result.error, ...(result.hash ? { hash: result.hash } : {}), ...(result.findings ? { findings: result.findings } : {}) })
+      if (!result.ok) return fail(res, new HttpError(result.status, result.code as ErrorCode, result.error, undefined, { ...(result.hash ? { hash: result.hash } : {}), ...(result.findings ? { findings: result.findings } : {}) }))
       log(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${method === 'POST' ? 'created' : method === 'PUT' ? 'saved' : 'deleted'} a ${kind}`, agent: agentId, name: definition?.name ?? name, bundle: result.bundleHash }))
       const runtime = await waitForRuntime(result.bundleHash)
       const endpoint = kind === 'trigger' && definition ? endpointsOf(configValue(config.read().text) ?? {}, where)(String(definition.path ?? '')) : undefined
@@ -199,11 +195,11 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
         ...(endpoint ? { endpoint } : {}),
       })
     }
-    send(res, 404, { ok: false, code: 'not_found', error: `no admin endpoint ${path.slice(0, 200)}` })
+    fail(res, new HttpError(404, 'not_found', `no admin endpoint ${path.slice(0, 200)}`))
   }
 
   function notAllowed(allow: string): never {
-    throw new ApiError(405, 'method_not_allowed', `use ${allow}`)
+    throw new HttpError(405, 'method_not_allowed', `use ${allow}`)
   }
 
   async function overview(): Promise<Record<string, unknown>> {
@@ -248,7 +244,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     try {
       const outcome = await compileSource(applied.text, config.file, { outDir: scratch, check: true })
       if (!outcome.ok || !outcome.result) {
-        throw new ApiError(422, 'config_invalid', 'the Trigger does not compile; fix the fields marked first', { findings: splitFindings(outcome.diagnostics, applied.at) })
+        throw new HttpError(422, 'config_invalid', 'the Trigger does not compile; fix the fields marked first', undefined, { findings: splitFindings(outcome.diagnostics, applied.at) })
       }
       writeBundle(scratch, outcome.result)
       const headers: Record<string, string> = {}
@@ -259,7 +255,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       try {
         answer = await dryRuns.run(scratch, name, b.payload ?? {}, headers)
       } catch (err) {
-        if (err instanceof DryRunFailed) throw new ApiError(500, 'try_failed', `the dry run failed: ${err.message}`)
+        if (err instanceof DryRunFailed) throw new HttpError(500, 'try_failed', `the dry run failed: ${err.message}`)
         throw err
       }
       return { status: answer.status, ...answer.body }
@@ -270,9 +266,9 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
 
   function editFrom(body: unknown): Edit {
     const b = (body ?? {}) as { kind?: unknown; agentId?: unknown; original?: unknown; definition?: unknown }
-    if (b.kind !== 'trigger' && b.kind !== 'task') throw new ApiError(400, 'kind_invalid', 'kind must be "trigger" or "task"')
-    if (typeof b.agentId !== 'string' || b.agentId === '') throw new ApiError(400, 'agent_missing', 'name the agent (agentId)')
-    if (b.original !== null && b.original !== undefined && typeof b.original !== 'string') throw new ApiError(400, 'original_invalid', 'original is the name of the definition being edited, or null for a new one')
+    if (b.kind !== 'trigger' && b.kind !== 'task') throw new HttpError(400, 'kind_invalid', 'kind must be "trigger" or "task"')
+    if (typeof b.agentId !== 'string' || b.agentId === '') throw new HttpError(400, 'agent_missing', 'name the agent (agentId)')
+    if (b.original !== null && b.original !== undefined && typeof b.original !== 'string') throw new HttpError(400, 'original_invalid', 'original is the name of the definition being edited, or null for a new one')
     return { kind: b.kind, agentId: b.agentId, original: (b.original as string | null | undefined) ?? null, definition: cleanDefinition(b.kind, b.definition) }
   }
 
@@ -338,30 +334,34 @@ function pathParam(raw: string, what: string): string {
   try {
     return decodeURIComponent(raw)
   } catch {
-    throw new ApiError(400, 'path_invalid', `the ${what} in the path is not valid percent-encoding`)
+    throw new HttpError(400, 'path_invalid', `the ${what} in the path is not valid percent-encoding`)
   }
 }
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text), ...headers })
-  res.end(text)
+/** A JSON answer, with the page's security headers. */
+function send(res: ServerResponse, status: number, body: unknown): void {
+  sendJson(res, status, body, undefined, SECURITY_HEADERS)
+}
+
+/** A refusal in the one error shape (runtime/http/errors.ts), with the page's security headers. */
+function fail(res: ServerResponse, err: HttpError): void {
+  sendError(res, err, SECURITY_HEADERS)
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const type = String(req.headers['content-type'] ?? '')
-  if (!/^application\/json\b/i.test(type)) throw new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json')
+  if (!/^application\/json\b/i.test(type)) throw new HttpError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json')
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of req) {
     size += (chunk as Buffer).length
-    if (size > MAX_BODY) throw new ApiError(413, 'payload_too_large', 'the body is larger than 1 MiB')
+    if (size > MAX_BODY) throw new HttpError(413, 'payload_too_large', 'the body is larger than 1 MiB')
     chunks.push(chunk as Buffer)
   }
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null')
   } catch (err) {
-    throw new ApiError(400, 'invalid_json', `the body is not valid JSON: ${(err as Error).message}`)
+    throw new HttpError(400, 'invalid_json', `the body is not valid JSON: ${(err as Error).message}`)
   }
 }
 

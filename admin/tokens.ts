@@ -5,9 +5,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { GENERATED_TOKEN_FILE, generatedSecret, resolveSecretValue } from '../runtime/secrets.js'
-import type { SecretSpec } from '../runtime/bundle-format.js'
-import { tokenDigest } from '../runtime/http/auth.js'
+import { GENERATED_TOKEN_FILE, generatedSecret, resolveSecretValue, tokenDigest } from '../runtime/bundle/secrets.js'
+import type { SecretSpec } from '../runtime/bundle/format.js'
 
 export const ADMIN_TOKEN_ENV = 'HOOKGATE_ADMIN_TOKEN'
 export const ADMIN_TOKEN_FILE = 'admin-token'

@@ -1,9 +1,10 @@
 // The worker thread behind the page's Test button (admin/dry-runs.ts): imports one scratch bundle per
-// dry run and answers what the server would. Node never frees an imported module, so the bundles
-// pile up here, in a thread the page ends and replaces, never in the admin process's own heap.
+// dry run and answers what the server would, through `hookgate try`'s dry run (the endpoint's own
+// prepare, runtime/endpoints/try.ts). Node never frees an imported module, so the bundles pile up
+// here, in a thread the page ends and replaces, never in the admin process's own heap.
 import { parentPort } from 'node:worker_threads'
-import { loadBundle } from '../runtime/bundle.js'
-import { dryRun } from '../runtime/try.js'
+import { loadBundle } from '../runtime/bundle/load.js'
+import { dryRun } from '../runtime/endpoints/try.js'
 
 export interface DryRunRequest {
   id: number

@@ -1,50 +1,47 @@
 #!/usr/bin/env node
-// The hookgate executable: finds the command in the command table (runtime/commands.ts) and
-// dispatches to the compiler CLI or the runtime CLI. The runtime side never loads compiler code,
-// so a host with only the runtime and a bundle can `hookgate serve`.
+// The hookgate executable: finds the verb the words name and imports that verb's module alone,
+// build/cli/verbs/<words joined by ->.js (cli/commands.ts names each so), which loads what it needs
+// when it runs. The runtime's verbs never load compiler code, so a host with only the runtime and
+// a bundle can `hookgate serve`. The help, a group's help and an unknown command load the command
+// table (build/cli/commands.js), which holds every verb's spec.
 import { existsSync, readFileSync } from 'node:fs'
 
 const argv = process.argv.slice(2)
 const build = new URL('../build/', import.meta.url)
-if (!existsSync(new URL('runtime/commands.js', build))) {
+if (!existsSync(new URL('cli/commands.js', build))) {
   process.stderr.write('hookgate: the build/ folder is missing; run `npm ci` (or `npm run build`) in the hookgate checkout\n')
+  // ExitCode.usage (cli/exit-codes.ts), which lives in the missing build
   process.exit(2)
 }
-// `serve` loads the runtime bundled into one file (scripts/build.mjs), which also holds the command
-// table: resolving and reading its ~50 modules one by one was a sixth of the start.
-const serveBundle = new URL('serve/hookgate-serve.mjs', build)
-const bundled = argv[0] === 'serve' && existsSync(serveBundle)
-const table = await import((bundled ? serveBundle : new URL('runtime/commands.js', build)).href)
 
-/** Runs a command's module, or says the build lacks it (exit 2). */
-async function run(command, rest) {
-  if (table.wantsHelp(rest)) {
-    process.stdout.write(table.commandHelp(command))
-    return 0
+const { ExitCode } = await import(new URL('cli/exit-codes.js', build).href)
+
+/** The verb module the first words name: the longest run of plain words with a module of that name. */
+function verbModule() {
+  // `serve` loads the runtime bundled into one file (scripts/build.mjs, cli/serve-main.ts):
+  // resolving and reading its ~50 modules one by one was a sixth of the start.
+  const serveBundle = new URL('serve/hookgate-serve.mjs', build)
+  if (argv[0] === 'serve' && existsSync(serveBundle)) return { url: serveBundle, rest: argv.slice(1) }
+  for (let n = Math.min(argv.length, 4); n > 0; n--) {
+    const words = argv.slice(0, n)
+    if (!words.every((w) => /^[a-z]+$/.test(w))) continue
+    const url = new URL(`cli/verbs/${words.join('-')}.js`, build)
+    if (existsSync(url)) return { url, rest: argv.slice(n) }
   }
-  const side = command.side
-  const module = side === 'compiler' ? 'compiler/cli.js' : side === 'runtime' ? 'runtime/cli.js' : side === 'admin' ? 'admin/cli.js' : side === 'gmail' ? 'gmail/cli.js' : side === 'import-openclaw' ? 'compiler/import-openclaw.js' : null
-  if (module === null || !existsSync(new URL(module, build))) {
-    process.stderr.write(`hookgate ${command.name}: not available in this build yet\n${table.usageLine(command)}\n`)
-    return 2
-  }
-  const loaded = bundled && side === 'runtime' ? table : await import(new URL(module, build).href)
-  // import-openclaw's main takes the words after `import` (it names the source itself)
-  return side === 'import-openclaw' ? loaded.main(['openclaw', ...rest]) : loaded.main(command.name, rest)
+  return undefined
 }
 
-let code
-try {
+/** No verb named: the version, the help, a group's help, or an unknown command (usage on stderr, 2). */
+async function withoutVerb() {
+  const table = await import(new URL('cli/commands.js', build).href)
   const [first] = argv
-  const found = table.findCommand(argv)
   const groups = table.commandGroups()
-  if (found) {
-    code = await run(found.command, found.rest)
-  } else if (first === '--version' || first === '-v' || first === 'version') {
-    // read from package.json here, so neither side is loaded for it
+  if (first === '--version' || first === '-v' || first === 'version') {
+    // read from package.json here, so that no verb is loaded for it
     process.stdout.write(`hookgate ${JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version}\n`)
-    code = 0
-  } else if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    return ExitCode.ok
+  }
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     // `help <command>` is that command's help; missing command: a usage error on stderr and 2.
     const asked = first === 'help' ? argv.slice(1) : []
     const named = asked.length > 0 ? table.findCommand(asked) : undefined
@@ -52,27 +49,36 @@ try {
     else if (asked.length > 0 && groups.has(asked.join(' '))) process.stdout.write(table.groupHelp(asked.join(' ')))
     else if (asked.length > 0) {
       process.stderr.write(`hookgate help: no command "${asked.join(' ')}"\n${table.topLevelHelp()}`)
-      code = 2
-    } else (first === undefined ? process.stderr : process.stdout).write(table.topLevelHelp())
-    code ??= first === undefined ? 2 : 0
-  } else {
-    // The longest group the words name (`webhooks gmail`): its help when asked, else its usage.
-    let group
-    for (let n = argv.length; n > 0 && !group; n--) if (groups.has(argv.slice(0, n).join(' '))) group = argv.slice(0, n).join(' ')
-    if (group !== undefined && table.wantsHelp(argv.slice(group.split(' ').length))) {
-      process.stdout.write(table.groupHelp(group))
-      code = 0
-    } else if (group !== undefined) {
-      const next = argv[group.split(' ').length]
-      process.stderr.write(`hookgate ${group}: ${next === undefined ? 'name a command' : `unknown command "${next}"`}\n${table.groupHelp(group)}`)
-      code = 2
+      return ExitCode.usage
     } else {
-      process.stderr.write(`hookgate: unknown command "${first}"\n${table.topLevelHelp()}`)
-      code = 2
+      (first === undefined ? process.stderr : process.stdout).write(table.topLevelHelp())
+      return first === undefined ? ExitCode.usage : ExitCode.ok
     }
+    return ExitCode.ok
   }
+  // The longest group the words name (`webhooks gmail`): its help when asked, else its usage.
+  let group
+  for (let n = argv.length; n > 0 && !group; n--) if (groups.has(argv.slice(0, n).join(' '))) group = argv.slice(0, n).join(' ')
+  if (group !== undefined && table.wantsHelp(argv.slice(group.split(' ').length))) {
+    process.stdout.write(table.groupHelp(group))
+    return ExitCode.ok
+  }
+  if (group !== undefined) {
+    const next = argv[group.split(' ').length]
+    process.stderr.write(`hookgate ${group}: ${next === undefined ? 'name a command' : `unknown command "${next}"`}\n${table.groupHelp(group)}`)
+    return ExitCode.usage
+  }
+  process.stderr.write(`hookgate: unknown command "${first}"\n${table.topLevelHelp()}`)
+  return ExitCode.usage
+}
+
+let code
+try {
+  const found = verbModule()
+  // a verb answers its own --help and usage errors (cli/flags.ts)
+  code = found ? await (await import(found.url.href)).run(found.rest) : await withoutVerb()
 } catch (err) {
   process.stderr.write(`hookgate: internal error: ${err && err.message ? err.message : String(err)}\n`)
-  code = 2
+  code = ExitCode.internal
 }
 if (code !== undefined) process.exitCode = code

@@ -5,11 +5,12 @@
 import { closest, type DiagnosticBag, type Location } from './diagnostics.js'
 import type { TemplateField } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
-import { needsStep, type ResolvedConfig, type ResolvedRoute } from './resolve.js'
+import type { ResolvedConfig, ResolvedRoute } from './resolved.js'
+import { needsStep } from './resolve-workflows.js'
 import type { WorkflowConfig } from './schema.js'
 import { compileTemplate, parseReference, type CompiledTemplate, type TemplateOptions } from './templates.js'
 import { compileCondition, ConditionPool, type CompiledCondition } from './conditions.js'
-import { dotSegmentIn } from '../runtime/workflows/step-url.js'
+import { dotSegmentIn } from '../runtime/bundle/step-url.js'
 
 /** What a templated text becomes when the config gives no template. */
 export const DEFAULT_TEMPLATE = 'Webhook {{path}} received:\n{{payload}}'

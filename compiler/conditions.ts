@@ -1,5 +1,5 @@
 // Compiles a mapping's `match.when` into the JS source of a predicate `(c, h, t) => boolean` that
-// calls only the helpers of runtime/conditions.ts, and reports every mistake in it at its line:
+// calls only the helpers of runtime/bundle/conditions.ts, and reports every mistake in it at its line:
 // unknown operators, malformed paths, operands of the wrong shape, regular expressions that are not
 // RE2 syntax (see regex-safety.ts).
 //
@@ -10,13 +10,13 @@
 //
 // Security: user text reaches the generated code only through JSON.stringify (string literals and
 // JSON.parse'd constants) or as decimal indexes; patterns are compiled once when the bundle loads,
-// from their JSON-escaped source, by the runtime's RE2 engine (runtime/regex.ts).
+// from their JSON-escaped source, by the runtime's RE2 engine (runtime/bundle/regex.ts).
 import { closest, type DiagnosticBag } from './diagnostics.js'
 import { pointer, type LoadedConfig, type PathSegment } from './load.js'
 import { parseReference } from './templates.js'
 import { checkPattern } from './regex-safety.js'
-import { PATTERN_FLAGS } from '../runtime/regex.js'
-import type { ConditionLeaf, ConditionNode } from '../runtime/bundle-format.js'
+import { PATTERN_FLAGS } from '../runtime/bundle/regex.js'
+import type { ConditionLeaf, ConditionNode } from '../runtime/bundle/format.js'
 
 export interface CompiledCondition {
   /** JS source of `(c, h, t) => boolean`; `whenRegex` and `whenValues` are the pool's constants */

@@ -5,7 +5,7 @@
 // The dialect is Vixie cron / cronie's crontab(5): numbers, `*`, ranges `a-b`, steps `*/n` and
 // `a-b/n`, lists, names JAN-DEC and SUN-SAT (any case), 0 or 7 for Sunday. Not supported (compile
 // errors that say so): Quartz's `L`, `W`, `#` and `?`, `a/n` without a range end, and `@reboot`.
-import type { BundleSchedule } from '../runtime/bundle-format.js'
+import type { BundleSchedule } from '../runtime/bundle/format.js'
 
 export const CRON_ALIASES: Readonly<Record<string, string>> = {
   '@yearly': '0 0 1 1 *',

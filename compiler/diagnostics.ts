@@ -112,13 +112,6 @@ export const DiagnosticCodes = {
 
 export type DiagnosticCode = keyof typeof DiagnosticCodes
 
-/** Exit codes of the hookgate CLI (tested against the real binary). */
-export const ExitCode = {
-  ok: 0,
-  configErrors: 1,
-  usageOrInternal: 2,
-} as const
-
 /** Collects findings from every phase; phases never throw for config mistakes. */
 export class DiagnosticBag {
   readonly items: Diagnostic[] = []
@@ -227,4 +220,11 @@ export function closest(word: string, candidates: Iterable<string>): string | un
   }
   const limit = Math.max(1, Math.min(3, Math.floor(word.length / 3)))
   return bestScore <= limit ? best : undefined
+}
+
+/** "Did you mean" one of the options that `fits` where the word stands, else the list of all of them. */
+export function hintFrom(word: string, options: Set<string>, fits: (option: string) => boolean = () => true): string | undefined {
+  const guess = closest(word, [...options].filter(fits))
+  if (guess !== undefined) return `did you mean "${guess}"?`
+  return options.size > 0 ? `declared: ${[...options].join(', ')}` : undefined
 }

@@ -5,6 +5,8 @@
 // text enters the generated code only through JSON.stringify; the output is byte-identical for
 // identical inputs. The files are written beside their places and renamed in (stageBundle), so a
 // write that fails leaves the out dir as it was.
+// Over 400 lines because the generated module's text is written here in one place (the manifest,
+// the config, the route table, the templates): its shape is read top to bottom, as it is emitted.
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative, resolve, sep } from 'node:path'
@@ -12,8 +14,9 @@ import { build, type Message, type Metafile, type Plugin } from 'esbuild'
 import type { DiagnosticBag } from './diagnostics.js'
 import { displayPath, type LoadedConfig } from './load.js'
 import type { CompiledConfig } from './compile.js'
-import { isInside, type ResolvedConfig, type StepTransform } from './resolve.js'
-import { BUNDLE_FILE, DEFAULT_MAX_ITEMS, DEFAULT_MAX_WAIT_SECONDS, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, bundleBanner, type BundleManifest } from '../runtime/bundle-format.js'
+import type { ResolvedConfig, StepTransform } from './resolved.js'
+import { isInside } from './resolve-paths.js'
+import { BUNDLE_FILE, DEFAULT_MAX_ITEMS, DEFAULT_MAX_WAIT_SECONDS, FORMAT_VERSION, MANIFEST_FILE, TRANSFORMS_FILE, bundleBanner, type BundleManifest } from '../runtime/bundle/format.js'
 
 export { BUNDLE_FILE, MANIFEST_FILE }
 
@@ -337,7 +340,7 @@ function generateEntry(resolved: ResolvedConfig, compiled: CompiledConfig, manif
   // frees an imported module, but what the function returns is freed once a reload replaces it;
   // only the module's source and its code stay behind.
   const pool = compiled.conditions
-  // A bundle with patterns asks for the runtime's pattern engine (RE2, runtime/regex.ts); one
+  // A bundle with patterns asks for the runtime's pattern engine (RE2, runtime/bundle/regex.ts); one
   // without never makes the runtime load it.
   if (pool.regexes.length > 0) lines.push('export const needsPatterns = true;')
   lines.push('export function bundle(engines) {')

@@ -1,23 +1,11 @@
-// `hookgate import openclaw FILE`: converts the `hooks` block of an OpenClaw config (JSON5) into a
-// hookgate hooks.yaml. Every key is either carried over or listed with the reason it was not; a
-// secret written in the OpenClaw file becomes a `${ENV}` reference and never reaches the output or
-// the report. The file written is compiled in-process, so the exit status says whether it works.
-//
-// Exit status: 0 written and compiles, every key carried (compiler warnings allowed);
-// 1 written, but some key was not carried or the compiler found errors (both are printed);
-// 2 usage error, unreadable or unparsable input, or an output that exists without --force.
-import { cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path'
-import { parseArgs } from 'node:util'
-import JSON5 from 'json5'
+// The conversion behind `hookgate import openclaw FILE` (cli/verbs/import-openclaw.ts): the `hooks`
+// block of an OpenClaw config (JSON5, parsed) into a hookgate hooks.yaml. Every key is either
+// carried over or listed with the reason it was not; a secret written in the OpenClaw file becomes a
+// `${ENV}` reference and never reaches the output or the report. Over 400 lines because it is one
+// table of OpenClaw's keys, each with what becomes of it: split, the reasons would scatter.
+import { isAbsolute, join, relative, resolve } from 'node:path'
 import { Document, isMap, isSeq, type Node } from 'yaml'
-import { ExitCode, formatText } from './diagnostics.js'
-import { compileFile } from './index.js'
-import { commandHelp, getCommand, usageLine } from '../runtime/commands.js'
 import { WELL_KNOWN_PROVIDERS } from './resolve-agents.js'
-
-/** The command's usage line, from the one command table the help is built from. */
-const IMPORT_USAGE = usageLine(getCommand('import openclaw'))
 
 type Json = Record<string, unknown>
 
@@ -80,7 +68,7 @@ const MAPPING_NOT_YET: Record<string, string> = {
   signature: 'hookgate has no per-mapping sender signature yet: requests to this mapping must carry the hook token',
 }
 
-function isObject(v: unknown): v is Json {
+export function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
@@ -487,110 +475,4 @@ export function renderYaml(conversion: Conversion, sourceName: string): string {
     if (token && typeof conversion.config.hooks === 'object') token.comment = ' the token itself stays out of this file'
   }
   return doc.toString({ lineWidth: 0 })
-}
-
-function printReport(conversion: Conversion, outName: string, sourceName: string): void {
-  const { report } = conversion
-  const w = (s: string) => process.stderr.write(s + '\n')
-  w(`hookgate import openclaw: wrote ${outName} from ${sourceName}`)
-  if (report.converted.length > 0) {
-    w('converted:')
-    for (const c of report.converted) w(`  ${c}`)
-  }
-  if (report.notCarried.length > 0) {
-    w(`not carried (${report.notCarried.length}):`)
-    for (const n of report.notCarried) w(`  ${n.key}: ${n.reason}`)
-  }
-  if (report.notes.length > 0) {
-    w('notes:')
-    for (const n of report.notes) w(`  ${n}`)
-  }
-  const env = new Map<string, string>()
-  for (const e of report.env) if (!env.has(e.name)) env.set(e.name, e.holds)
-  if (env.size > 0) {
-    w('set before `hookgate serve`:')
-    for (const [name, holds] of env) w(`  ${name}: ${holds}`)
-  }
-}
-
-function usage(message: string): number {
-  process.stderr.write(`hookgate import: ${message}\n${IMPORT_USAGE}\n`)
-  return ExitCode.usageOrInternal
-}
-
-/** `hookgate import openclaw FILE [--out hooks.yaml] [--force]`; argv starts after `import`. */
-export async function main(argv: string[]): Promise<number> {
-  let parsed
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        out: { type: 'string', default: 'hooks.yaml' },
-        force: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    })
-  } catch (err) {
-    return usage((err as Error).message)
-  }
-  const { values, positionals } = parsed
-  if (values.help) {
-    process.stdout.write(commandHelp(getCommand('import openclaw')))
-    return ExitCode.ok
-  }
-  if (positionals[0] !== 'openclaw') return usage(positionals[0] === undefined ? 'say what to import from: openclaw' : `cannot import from "${positionals[0]}" (only openclaw)`)
-  if (positionals.length !== 2) return usage(positionals.length < 2 ? 'name the OpenClaw config file' : 'one OpenClaw config file at a time')
-  const file = positionals[1]!
-  const outFile = resolve(values.out!)
-  let text: string
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch (err) {
-    return usage(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
-  }
-  let root: unknown
-  try {
-    root = JSON5.parse(text)
-  } catch (err) {
-    const e = err as Error & { lineNumber?: number; columnNumber?: number }
-    // JSON5's message quotes at most the offending character, never the surrounding text (a token).
-    return usage(`${file}${e.lineNumber ? `:${e.lineNumber}:${e.columnNumber}` : ''}: not JSON5: ${e.message.replace(/^JSON5: /, '')}`)
-  }
-  if (!isObject(root)) return usage(`${file} does not hold an object`)
-  if (!isObject(root.hooks) && !['mappings', 'token', 'presets', 'enabled', 'gmail'].some((k) => k in root)) {
-    return usage(`${file} has no hooks block (expected hooks: { … } at the top, or the hooks block itself)`)
-  }
-  if (existsSync(outFile) && !values.force) return usage(`${values.out} exists; pass --force to overwrite it`)
-
-  const sourceName = relative(process.cwd(), resolve(file)) || file
-  const outName = relative(process.cwd(), outFile) || outFile
-  const conversion = convertOpenClaw(root, { sourceDir: dirname(resolve(file)), outDir: dirname(outFile), sourceName })
-  const copy = conversion.copyTransforms
-  if (copy) {
-    if (!existsSync(copy.from) || !statSync(copy.from).isDirectory()) {
-      conversion.report.notes.push(`the OpenClaw transforms folder ${copy.from} does not exist: put the transform modules into ${copy.to}`)
-    } else if (existsSync(copy.to) && !values.force) {
-      return usage(`${relative(process.cwd(), copy.to) || copy.to} exists; pass --force to copy the OpenClaw transforms over it`)
-    } else {
-      cpSync(copy.from, copy.to, { recursive: true, force: true })
-    }
-  }
-  mkdirSync(dirname(outFile), { recursive: true })
-  writeFileSync(outFile, renderYaml(conversion, sourceName))
-  printReport(conversion, outName, sourceName)
-
-  const outcome = await compileFile(outFile, { outDir: join(dirname(outFile), 'dist'), check: true })
-  for (const d of outcome.diagnostics) process.stderr.write(formatText(d) + '\n')
-  const errors = outcome.diagnostics.filter((d) => d.severity === 'error').length
-  if (!outcome.ok) {
-    process.stderr.write(`${outName} does not compile yet: ${errors} error${errors === 1 ? '' : 's'} above\n`)
-    return ExitCode.configErrors
-  }
-  process.stderr.write(`${outName} compiles${outcome.diagnostics.length > 0 ? ` (${outcome.diagnostics.length} warning${outcome.diagnostics.length === 1 ? '' : 's'})` : ''}\n`)
-  if (conversion.report.notCarried.length > 0) {
-    process.stderr.write(`${conversion.report.notCarried.length} key${conversion.report.notCarried.length === 1 ? ' was' : 's were'} not carried over (listed above): exit 1\n`)
-    return ExitCode.configErrors
-  }
-  return ExitCode.ok
 }

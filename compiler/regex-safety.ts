@@ -3,9 +3,9 @@
 // while V8's backtracking irregexp ran the patterns, blocked every request, /healthz included, for
 // seconds on a 10 KB body).
 //
-// The runtime matches with RE2 (re2js, runtime/regex.ts), which never backtracks: a match costs at
+// The runtime matches with RE2 (re2js, runtime/bundle/regex.ts), which never backtracks: a match costs at
 // most a constant times the text's length times the pattern's program size, and what one request's
-// patterns may read is bounded as they run (MATCH_WORK_BUDGET in runtime/conditions.ts: past it the
+// patterns may read is bounded as they run (MATCH_WORK_BUDGET in runtime/bundle/conditions.ts: past it the
 // request gets 413 condition_text_too_long). So the compiler refuses only what RE2 cannot do:
 //   - the pattern must be RE2 syntax. It is compiled here by the very function the runtime uses;
 //     what RE2 refuses but JavaScript takes (backreferences, lookahead, lookbehind, `\u` escapes)
@@ -13,8 +13,8 @@
 //   - a pattern whose program alone is so large that the budget would let it read less than
 //     MIN_TEXT_CHARS of text is CONDITION_REGEX_UNSAFE: it could match nothing a sender sends.
 import { RE2JS } from 're2js'
-import { patternCompilerOf } from '../runtime/regex.js'
-import { MATCH_WORK_BUDGET } from '../runtime/conditions.js'
+import { patternCompilerOf } from '../runtime/bundle/regex.js'
+import { MATCH_WORK_BUDGET } from '../runtime/bundle/conditions.js'
 
 const compilePattern = patternCompilerOf(RE2JS)
 

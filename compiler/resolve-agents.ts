@@ -1,12 +1,13 @@
 // Part of phase 4 (resolve), split from resolve.ts by concern: agents, the model providers their
 // models name (declared, or one of the well-known defaults), the channels replies are delivered
 // through (no credential written in a URL), and the per-route model and thinking checks.
-import type { BundleChannel, BundleConfig, BundleProvider, ChannelType, SecretSpec } from '../runtime/bundle-format.js'
-import { closest, type DiagnosticBag } from './diagnostics.js'
+import type { BundleChannel, BundleConfig, BundleProvider, ChannelType, SecretSpec } from '../runtime/bundle/format.js'
+import { closest, hintFrom, type DiagnosticBag } from './diagnostics.js'
 import type { ExpandedConfig } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 import type { ChannelConfig, HooksConfig } from './schema.js'
-import { envNameOf, hintFrom, parseDurationSeconds, resolveSecret, type ResolvedRoute } from './resolve.js'
+import type { ResolvedRoute } from './resolved.js'
+import { envNameOf, resolveSecret } from './resolve-secrets.js'
 import type { LeftOut } from './validate.js'
 
 type ResolvedAgent = BundleConfig['agents'][number]
@@ -213,4 +214,13 @@ export function checkRouteModel(route: ResolvedRoute, agents: ResolvedAgent[], d
   if (route.thinking && route.thinking !== 'off' && model.startsWith('builtin/')) {
     bag.error('THINKING_UNSUPPORTED', `thinking "${route.thinking}" has no effect on ${model}, which has no reasoning setting`, loaded.locate([...route.configPath, 'thinking']))
   }
+}
+
+/** '30s' → 30, '5m' → 300, 'off' → null (the schema already checked the form). */
+function parseDurationSeconds(text: string): number | null {
+  if (text === 'off') return null
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text)
+  if (!m) return null
+  const unit = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd']
+  return Number(m[1]) * unit
 }

@@ -1,79 +1,22 @@
 // Phase 4, resolve: every check the schema alone cannot make. Paths are normalised and held
 // inside the config tree, references (agents, workflows, presets) are looked up, secrets become
-// references the runtime resolves at start, and defaults for the server are filled in.
-import { createHash } from 'node:crypto'
-import { existsSync, realpathSync, statSync } from 'node:fs'
-import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path'
-import { closest, type DiagnosticBag, type Location } from './diagnostics.js'
-import { slug, type ExpandedConfig, type RouteSpec } from './expand.js'
+// references the runtime resolves at start, and defaults for the server are filled in. The parts
+// with rules of their own have files beside this one: resolve-agents (agents, providers, channels),
+// resolve-workflows, resolve-secrets, resolve-paths, and signatures; what it settles is typed in resolved.ts.
+import { hintFrom, type DiagnosticBag } from './diagnostics.js'
+import { slug, type ExpandedConfig } from './expand.js'
 import type { LoadedConfig, PathSegment } from './load.js'
-import type { HooksConfig, SecretRefConfig, TaskConfig, TokenRefConfig, WorkflowConfig } from './schema.js'
+import type { HooksConfig, SecretRefConfig, TaskConfig } from './schema.js'
 import { compileCron, compileEvery, isKnownTimeZone } from './cron.js'
 import { LeftOut } from './validate.js'
-
-import type { BundleChannel, BundleConfig, BundleProvider, BundleSchedule, BundleSignature, BundleStore, BundleTask, SecretSpec } from '../runtime/bundle-format.js'
-import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from '../runtime/store/open.js'
-import { DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS } from '../runtime/bundle-format.js'
-import { hookName, normaliseBasePath } from '../runtime/hook-path.js'
+import type { ResolvedConfig, ResolvedRoute, ResolvedTask, ServerSettings } from './resolved.js'
+import { resolveSecret, resolveToken } from './resolve-secrets.js'
+import { resolveTransformModule, resolveTransformsDir } from './resolve-paths.js'
+import { checkWorkflows, resolveWorkflowSteps } from './resolve-workflows.js'
 import { resolveSignature } from './signatures.js'
 import { resolveAgents, resolveChannels, resolveProviders, checkRouteModel } from './resolve-agents.js'
-export type { SecretSpec }
-
-export interface ResolvedRoute extends RouteSpec {
-  /** normalised name under the base path, e.g. `github` or `a/b` */
-  name: string
-  location: Location
-  /** absolute real path of the transform module */
-  transformFile?: string
-  /** the checked signature block: the route authenticates by it instead of the hook token */
-  verifiedBy?: BundleSignature
-}
-
-export type ResolvedAgent = BundleConfig['agents'][number]
-
-export type ResolvedTask = BundleTask
-
-/** A transform that is not a mapping's: a workflow step's, keyed `workflow:<workflow id>/<step id>`. */
-export interface StepTransform {
-  id: string
-  transform: { module: string; exportName: string; timeoutMs: number; env: string[]; path: PathSegment[] }
-  configPath: PathSegment[]
-  transformFile?: string
-}
-
-/** What resolve settles for one workflow step beyond its config: header secrets, its transform. */
-export interface ResolvedStep {
-  secretHeaders: Record<string, SecretSpec>
-  transform?: StepTransform
-}
-
-
-export type ServerSettings = BundleConfig['server']
-
-export interface ResolvedConfig {
-  enabled: boolean
-  basePath: string
-  token?: SecretSpec
-  policy: {
-    /** null: any agent id; [] blocks explicit routing */
-    allowedAgentIds: string[] | null
-    allowRequestSessionKey: boolean
-    defaultSessionKey: string | null
-    allowedSessionKeyPrefixes: string[]
-  }
-  server: ServerSettings
-  agents: ResolvedAgent[]
-  providers: BundleProvider[]
-  channels: BundleChannel[]
-  defaultAgentId: string
-  workflows: WorkflowConfig[]
-  /** `<workflow id>\0<step id>` → what resolve settled for that step */
-  steps: Map<string, ResolvedStep>
-  tasks: ResolvedTask[]
-  routes: ResolvedRoute[]
-  transformsDir?: string
-  gmail?: Record<string, unknown>
-}
+import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES, DEFAULT_MAX_PENDING_BYTES, DEFAULT_MAX_WAIT_SECONDS, type BundleSchedule, type BundleStore, type SecretSpec } from '../runtime/bundle/format.js'
+import { hookName, normaliseBasePath } from '../runtime/bundle/hook-path.js'
 
 export const DEFAULT_SERVER: ServerSettings = {
   host: '127.0.0.1',
@@ -100,8 +43,6 @@ export const DEFAULT_STORE = { hostTtlMs: 15_000, sweepMs: 5_000, maxConnections
 const STORE_URL_ENV = 'HOOKGATE_STORE_URL'
 
 const RESERVED_NAMES = new Set(['wake', 'agent'])
-const ENV_REF = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/
-const TRANSFORM_EXTENSIONS = ['.ts', '.mts', '.js', '.mjs']
 
 /** `leftOut`: the parts validate left out of `config`; references into them are not reported. */
 export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loaded: LoadedConfig, bag: DiagnosticBag, leftOut = new LeftOut(undefined, [])): ResolvedConfig {
@@ -301,17 +242,6 @@ export function resolveConfig(config: HooksConfig, expanded: ExpandedConfig, loa
   return resolved
 }
 
-function resolveToken(ref: TokenRefConfig, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): SecretSpec | undefined {
-  if (typeof ref === 'object' && 'generate' in ref) return { kind: 'generate' }
-  if (typeof ref === 'string' && !ENV_REF.test(ref) && !ref.includes('${')) {
-    const where = loaded.locate(path)
-    bag.warning('TOKEN_LITERAL', 'hooks.token is written in the file; anyone who can read the repo can call the hooks', where, 'use token: ${HOOKGATE_TOKEN} or token: { file: /run/secrets/hook-token }; only a SHA-256 of the literal reaches the bundle')
-    if (ref.length < 24) bag.warning('TOKEN_SHORT', `hooks.token has ${ref.length} characters; use at least 24 random ones`, where, 'e.g. openssl rand -hex 24')
-    return { kind: 'digest', sha256: createHash('sha256').update(ref).digest('hex') }
-  }
-  return resolveSecret(ref, path, loaded, bag)
-}
-
 /**
  * server.store: the URL alone, or { url, … } with the timings. The URL is a reference like every
  * secret (a postgres:// URL carries the password), so a literal is an error rather than a value
@@ -329,31 +259,7 @@ function resolveStore(ref: NonNullable<NonNullable<HooksConfig['server']>['store
   }
 }
 
-/** `variable`: the environment variable the hint names for this secret (by default one named after its key). */
-export function resolveSecret(ref: SecretRefConfig | { generate: true }, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag, variable = envNameOf(String(path[path.length - 1]))): SecretSpec | undefined {
-  if (typeof ref === 'object') {
-    if ('env' in ref) return { kind: 'env', name: ref.env }
-    // Only where the schema allows it (a signing secret): made in the state directory at start.
-    if ('generate' in ref) return { kind: 'generate' }
-    return { kind: 'file', path: ref.file }
-  }
-  const m = ENV_REF.exec(ref)
-  if (m) return { kind: 'env', name: m[1]! }
-  if (ref.includes('${')) {
-    bag.error('SECRET_REF_INVALID', `"${ref}" is not a secret reference: write \${NAME} with letters, digits and _ only, and nothing around it`, loaded.locate(path))
-    return undefined
-  }
-  bag.error('SECRET_LITERAL', `${path.join('.')} must be a reference, not the secret itself`, loaded.locate(path), `write ${String(path[path.length - 1])}: \${${variable}} (or { file: path })`)
-  return undefined
-}
-
-/** `pushToken` → `PUSH_TOKEN`, `ops-box` → `OPS_BOX`: an environment variable name for a hint. */
-export function envNameOf(words: string): string {
-  const name = words.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '').toUpperCase()
-  return /^[A-Z_]/.test(name) ? name : `_${name}`
-}
-
-/** '/hooks/' → '/hooks'; '/' and paths with '?', '#', '..' or spaces are errors (runtime/hook-path.ts). */
+/** '/hooks/' → '/hooks'; '/' and paths with '?', '#', '..' or spaces are errors (runtime/bundle/hook-path.ts). */
 function resolveBasePath(raw: string, loaded: LoadedConfig, bag: DiagnosticBag): string {
   const where = loaded.locate(['hooks', 'path'])
   const normal = normaliseBasePath(raw)
@@ -367,183 +273,6 @@ function resolveBasePath(raw: string, loaded: LoadedConfig, bag: DiagnosticBag):
   }
   if (normal !== raw) bag.warning('BASE_PATH_NORMALISED', `hooks.path "${raw}" is served as "${normal}"`, where, `write path: ${normal}`)
   return normal
-}
-
-/** '30s' → 30, '5m' → 300, 'off' → null (the schema already checked the form). */
-export function parseDurationSeconds(text: string): number | null {
-  if (text === 'off') return null
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text)
-  if (!m) return null
-  const unit = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 'ms' | 's' | 'm' | 'h' | 'd']
-  return Number(m[1]) * unit
-}
-
-function checkWorkflows(workflows: WorkflowConfig[], agentIds: Set<string>, loaded: LoadedConfig, bag: DiagnosticBag, leftOut: LeftOut): void {
-  const ids = new Set<string>()
-  workflows.forEach((wf, w) => {
-    if (ids.has(wf.id)) bag.error('WORKFLOW_DUPLICATE_ID', `workflow id "${wf.id}" is declared twice`, loaded.locate(['workflows', w, 'id']))
-    ids.add(wf.id)
-    const steps = new Map<string, number>()
-    wf.steps.forEach((step, s) => {
-      if (steps.has(step.id)) bag.error('WORKFLOW_DUPLICATE_ID', `step id "${step.id}" is used twice in workflow "${wf.id}"`, loaded.locate(['workflows', w, 'steps', s, 'id']))
-      steps.set(step.id, s)
-      if (step.agentId !== undefined && !agentIds.has(step.agentId) && !leftOut.mayDeclare('agents', step.agentId)) {
-        bag.error('AGENT_UNKNOWN', `agentId "${step.agentId}" names no agent declared under agents`, loaded.locate(['workflows', w, 'steps', s, 'agentId']), hintFrom(step.agentId, agentIds))
-      }
-    })
-    wf.steps.forEach((step, s) => {
-      // A step may need neither itself nor one that already needs it (that would be a cycle).
-      const needable = (id: string) => !needsStep(wf, id, step.id)
-      ;(step.needs ?? []).forEach((need, n) => {
-        if (!steps.has(need)) bag.error('WORKFLOW_STEP_UNKNOWN', `step "${step.id}" needs "${need}", which is not a step of workflow "${wf.id}"`, loaded.locate(['workflows', w, 'steps', s, 'needs', n]), hintFrom(need, new Set(steps.keys()), needable))
-      })
-    })
-    const cycle = findCycle(wf)
-    if (cycle) {
-      const first = steps.get(cycle[0]!) ?? 0
-      bag.error('WORKFLOW_CYCLE', `workflow "${wf.id}" has a dependency cycle: ${cycle.join(' → ')}`, loaded.locate(['workflows', w, 'steps', first, 'needs']))
-    }
-  })
-}
-
-/** Per step kind, the fields it needs, its header secrets and its transform module. */
-function resolveWorkflowSteps(workflows: WorkflowConfig[], transformsDir: string | undefined, channelIds: Set<string>, token: SecretSpec | undefined, loaded: LoadedConfig, bag: DiagnosticBag, leftOut: LeftOut): Map<string, ResolvedStep> {
-  const out = new Map<string, ResolvedStep>()
-  workflows.forEach((wf, w) => {
-    wf.steps.forEach((step, s) => {
-      const at: PathSegment[] = ['workflows', w, 'steps', s]
-      const missing = (field: string, example: string) => bag.error('WORKFLOW_STEP_FIELD_MISSING', `step "${step.id}" of workflow "${wf.id}" has action ${step.action} but no ${field}`, loaded.locate([...at, 'action']), `add ${example}`)
-      const resolved: ResolvedStep = { secretHeaders: {} }
-      if (step.action === 'http') {
-        if (step.url === undefined) missing('url', 'url: https://api.example.com/items/{{payload.id}}')
-        for (const [name, value] of Object.entries(step.headers ?? {})) {
-          // A header written as a reference is a secret, resolved at start; any other string is a template.
-          if (typeof value === 'object' || ENV_REF.test(value)) {
-            const spec = resolveSecret(value, [...at, 'headers', name], loaded, bag, envNameOf(name))
-            if (spec) resolved.secretHeaders[name.toLowerCase()] = spec
-          }
-        }
-      } else if (step.action === 'transform') {
-        if (step.transform === undefined) missing('transform', 'transform: { module: enrich.ts }')
-        else {
-          const path: PathSegment[] = [...at, 'transform', 'module']
-          const t: StepTransform = { id: `workflow:${wf.id}/${step.id}`, configPath: at, transform: { module: step.transform.module, exportName: step.transform.export ?? 'default', timeoutMs: step.transform.timeoutMs ?? (step.timeoutSeconds !== undefined ? Math.min(60_000, Math.ceil(step.timeoutSeconds * 1000)) : 2000), env: step.transform.env ?? [], path } }
-          if (!transformsDir) {
-            if (!leftOut.has(['hooks', 'transformsDir'])) bag.error('TRANSFORMS_DIR_REQUIRED', `step "${step.id}" of workflow "${wf.id}" has a transform but hooks.transformsDir is not set`, loaded.locate(path))
-          } else {
-            const file = resolveTransformModule(step.transform.module, transformsDir, path, loaded, bag)
-            if (file) t.transformFile = file
-          }
-          const tokenEnv = token?.kind === 'env' ? token.name : undefined
-          const leaked = t.transform.env.indexOf(tokenEnv ?? '')
-          if (tokenEnv !== undefined && leaked >= 0) bag.error('TRANSFORM_ENV_SECRET', `transform of step "${step.id}" lists ${tokenEnv}, the variable that holds hooks.token`, loaded.locate([...at, 'transform', 'env', leaked]), 'a transform never needs the hook token: remove it from transform.env')
-          resolved.transform = t
-        }
-      } else if (step.action === 'deliver') {
-        if (step.channel === undefined) missing('channel', 'channel: <id of a channel under channels>')
-        else if (!channelIds.has(step.channel) && !leftOut.mayDeclare('channels', step.channel)) {
-          bag.error('CHANNEL_UNKNOWN', `channel "${step.channel}" is not declared under channels`, loaded.locate([...at, 'channel']), hintFrom(step.channel, channelIds))
-        }
-      }
-      out.set(`${wf.id}\0${step.id}`, resolved)
-    })
-  })
-  return out
-}
-
-/** True when step `from` is `target` or needs it, directly or through other steps. */
-export function needsStep(wf: WorkflowConfig, from: string, target: string): boolean {
-  const needs = new Map(wf.steps.map((s) => [s.id, s.needs ?? []]))
-  const seen = new Set<string>()
-  const stack = [from]
-  while (stack.length > 0) {
-    const id = stack.pop()!
-    if (id === target) return true
-    if (seen.has(id)) continue
-    seen.add(id)
-    stack.push(...(needs.get(id) ?? []))
-  }
-  return false
-}
-
-/** Depth-first search over `needs`; returns the cycle as step ids (first repeated at the end). */
-function findCycle(wf: WorkflowConfig): string[] | undefined {
-  const needs = new Map(wf.steps.map((s) => [s.id, s.needs ?? []]))
-  const state = new Map<string, 'open' | 'done'>()
-  const stack: string[] = []
-  const visit = (id: string): string[] | undefined => {
-    if (state.get(id) === 'done' || !needs.has(id)) return undefined
-    if (state.get(id) === 'open') return [...stack.slice(stack.indexOf(id)), id]
-    state.set(id, 'open')
-    stack.push(id)
-    for (const n of needs.get(id)!) {
-      const c = visit(n)
-      if (c) return c
-    }
-    stack.pop()
-    state.set(id, 'done')
-    return undefined
-  }
-  for (const s of wf.steps) {
-    const c = visit(s.id)
-    if (c) return c
-  }
-  return undefined
-}
-
-function resolveTransformsDir(raw: string, loaded: LoadedConfig, bag: DiagnosticBag): string | undefined {
-  const where = loaded.locate(['hooks', 'transformsDir'])
-  const configRoot = realpathSync(loaded.dir)
-  const wanted = resolve(loaded.dir, raw)
-  if (!isInside(wanted, loaded.dir) && !isInside(wanted, configRoot)) {
-    bag.error('TRANSFORMS_DIR_ESCAPE', `transformsDir "${raw}" is outside the directory of ${basename(loaded.absFile)}`, where, 'keep transforms in a folder beside hooks.yaml, e.g. transformsDir: transforms')
-    return undefined
-  }
-  if (!existsSync(wanted) || !statSync(wanted).isDirectory()) {
-    bag.error('TRANSFORMS_DIR_MISSING', `transformsDir "${raw}" does not exist or is not a directory`, where)
-    return undefined
-  }
-  const real = realpathSync(wanted)
-  if (!isInside(real, configRoot)) {
-    bag.error('TRANSFORMS_DIR_ESCAPE', `transformsDir "${raw}" resolves through a symlink to a folder outside the directory of ${basename(loaded.absFile)}`, where)
-    return undefined
-  }
-  return real
-}
-
-function resolveTransformModule(raw: string, dir: string, path: PathSegment[], loaded: LoadedConfig, bag: DiagnosticBag): string | undefined {
-  const where = loaded.locate(path)
-  if (isAbsolute(raw) || /^[A-Za-z]:[\\/]/.test(raw) || raw.startsWith('\\')) {
-    bag.error('TRANSFORM_PATH_ESCAPE', `transform "${raw}" is an absolute path; write it relative to transformsDir`, where)
-    return undefined
-  }
-  if (raw.split(/[\\/]/).includes('..')) {
-    bag.error('TRANSFORM_PATH_ESCAPE', `transform "${raw}" is outside transformsDir ("..")`, where)
-    return undefined
-  }
-  const candidates = [raw, ...TRANSFORM_EXTENSIONS.map((e) => raw + e)].map((c) => join(dir, c))
-  const found = candidates.find((c) => existsSync(c) && statSync(c).isFile())
-  if (!found) {
-    bag.error('TRANSFORM_NOT_FOUND', `transform "${raw}" does not exist in transformsDir`, where, `looked for ${raw}${extname(raw) ? '' : ` and ${raw}{${TRANSFORM_EXTENSIONS.join(',')}}`}`)
-    return undefined
-  }
-  const real = realpathSync(found)
-  if (!isInside(real, dir)) {
-    bag.error('TRANSFORM_PATH_ESCAPE', `transform "${raw}" is a symlink to a file outside transformsDir`, where)
-    return undefined
-  }
-  return real
-}
-
-function extname(p: string): string {
-  const m = /\.[A-Za-z0-9]+$/.exec(p)
-  return m ? m[0] : ''
-}
-
-/** True when `child` is `parent` or lies below it (both absolute, already real paths where it matters). */
-export function isInside(child: string, parent: string): boolean {
-  const rel = relative(parent, child)
-  return rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel))
 }
 
 function checkTrustedProxies(list: string[], loaded: LoadedConfig, bag: DiagnosticBag): string[] {
@@ -642,9 +371,3 @@ function warnIgnoredFields(route: ResolvedRoute, loaded: LoadedConfig, bag: Diag
   }
 }
 
-/** "Did you mean" one of the options that `fits` where the word stands, else the list of all of them. */
-export function hintFrom(word: string, options: Set<string>, fits: (option: string) => boolean = () => true): string | undefined {
-  const guess = closest(word, [...options].filter(fits))
-  if (guess !== undefined) return `did you mean "${guess}"?`
-  return options.size > 0 ? `declared: ${[...options].join(', ')}` : undefined
-}

@@ -3,9 +3,9 @@
 // as code), the secrets as references only, and the rule that a signed mapping is alone on its path.
 import type { DiagnosticBag } from './diagnostics.js'
 import type { LoadedConfig, PathSegment } from './load.js'
-import { resolveSecret } from './resolve.js'
+import { resolveSecret } from './resolve-secrets.js'
 import type { SignatureConfig } from './schema.js'
-import type { BundleSignature, SecretSpec, SignatureScheme, SignedStringPart } from '../runtime/bundle-format.js'
+import type { BundleSignature, SecretSpec, SignatureScheme, SignedStringPart } from '../runtime/bundle/format.js'
 
 export const DEFAULT_TOLERANCE_SECONDS = 300
 

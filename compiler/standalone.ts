@@ -22,7 +22,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
-import { STANDALONE_FILE, WORKER_MODULE } from '../runtime/bundle-format.js'
+import { STANDALONE_FILE, WORKER_MODULE } from '../runtime/bundle/format.js'
 
 export { STANDALONE_FILE }
 export const STANDALONE_WORKER_FILE = `${WORKER_MODULE}.mjs`
@@ -56,7 +56,7 @@ export async function writeStandalone(outDir: string, compilerVersion: string): 
   if (!re2) throw new Error('re2js is not installed: run npm ci')
   const result = await build({
     entryPoints: {
-      [serveEntry]: join(runtimeDir, 'standalone.js'),
+      [serveEntry]: fileURLToPath(new URL('../cli/standalone.js', import.meta.url)),
       [WORKER_MODULE]: join(runtimeDir, 'transforms', `${WORKER_MODULE}.js`),
       ...(pg ? { [pgEntry]: pg.main } : {}),
       [re2Entry]: re2.main,

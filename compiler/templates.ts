@@ -1,10 +1,12 @@
 // Compiles a template string such as `Hi {{payload.user.name}} at {{now}}` into the JS source of
 // an arrow function `(c, h) => <string expression>` that the runtime calls with a RenderContext and
-// the helpers of runtime/template-helpers.ts.
+// the helpers of runtime/bundle/template-helpers.ts.
 //
 // Security: template text reaches the generated code only as JSON.stringify'd string literals
 // (literal text and property keys, with U+2028/U+2029 escaped as well) or as decimal integer
 // literals (array indexes). Nothing the user writes is ever pasted into the code raw.
+// Over 400 lines because the template grammar's parser and its code generator are one pass: the
+// security rule above is easier to check where both are seen together.
 import { editDistance } from './diagnostics.js'
 
 export type TemplateErrorCode = 'TEMPLATE_SYNTAX' | 'TEMPLATE_UNKNOWN_ROOT' | 'TEMPLATE_FORBIDDEN_KEY' | 'WORKFLOW_STEP_REF_UNKNOWN' | 'WORKFLOW_STEP_REF_NOT_NEEDED'

@@ -5,10 +5,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, openSync, fsyncSync, closeSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
-import { documentValue } from '../compiler/load.js'
-import { hookTokenValue, secretSpecOf } from '../admin/tokens.js'
-import { resolveSecretValue } from '../runtime/secrets.js'
-import { basePathOf, localRuntimeUrl, stateDirOf } from '../admin/endpoints.js'
+import { basePathOf, documentValue, hookTokenValue, localRuntimeUrl, secretSpecOf, stateDirOf } from '../admin/config-file.js'
+import { resolveSecretValue } from '../runtime/bundle/secrets.js'
 
 export const DEFAULTS = {
   topic: 'hookgate-gmail',

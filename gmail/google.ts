@@ -1,13 +1,15 @@
 // Talking to Google on the operator's behalf, with nothing but Node and undici: access tokens
 // minted from a service-account key (an RS256 JWT assertion signed with node:crypto) or from an
 // OAuth refresh token, cached until shortly before they expire and never logged; and one request
-// function for Google's JSON APIs that backs off on 429 and 5xx (honouring Retry-After), mints a
-// new token once on a 401, and turns Google's error bodies into one error type.
+// function for Google's JSON APIs that backs off on 429 and 5xx (honouring Retry-After, through the
+// runtime's one retry loop, runtime/lib/retry.ts), mints a new token once on a 401, and turns
+// Google's error bodies into one error type.
 //
 // Every base URL can be moved (tests, private gateways): HOOKGATE_GOOGLE_TOKEN_URL,
 // HOOKGATE_GMAIL_API_URL, HOOKGATE_PUBSUB_API_URL, HOOKGATE_GOOGLE_CERTS_URL, HOOKGATE_GOOGLE_AUTH_URL.
 import { createSign } from 'node:crypto'
 import { request } from 'undici'
+import { backoffDelay, parseRetryAfter, retry, type Backoff } from '../runtime/lib/retry.js'
 
 export interface GoogleBases {
   tokenUrl: string
@@ -134,30 +136,26 @@ export function refreshTokens(client: OAuthClient, refreshToken: string, mailbox
 }
 
 /** POSTs a grant to the token endpoint; the answer's access token, and for a code grant its refresh token. */
-export async function tokenGrant(tokenUrl: string, form: Record<string, string>, principal: string): Promise<{ token: string; expiresInS: number; refreshToken?: string; scope?: string }> {
-  for (let attempt = 1; ; attempt++) {
+export function tokenGrant(tokenUrl: string, form: Record<string, string>, principal: string): Promise<{ token: string; expiresInS: number; refreshToken?: string; scope?: string }> {
+  return retry({ ...googleRetries(TOKEN_ATTEMPTS), fail: (err: GoogleError) => err }, async () => {
     let res
     try {
       res = await request(tokenUrl, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: new URLSearchParams(form).toString(), headersTimeout: 30_000, bodyTimeout: 30_000 })
     } catch (err) {
-      if (attempt < 4) { await sleep(backoffMs(attempt)); continue }
-      throw new GoogleError(0, 'unreachable', `cannot reach Google's token endpoint ${tokenUrl}: ${(err as Error).message}`)
+      return { ok: false, retryable: true, failure: new GoogleError(0, 'unreachable', `cannot reach Google's token endpoint ${tokenUrl}: ${(err as Error).message}`) }
     }
     const text = await res.body.text()
     let body: any
     try { body = JSON.parse(text) } catch { body = {} }
     if (res.statusCode === 200 && typeof body.access_token === 'string') {
-      return { token: body.access_token, expiresInS: Number(body.expires_in) || 3600, ...(typeof body.refresh_token === 'string' ? { refreshToken: body.refresh_token } : {}), ...(typeof body.scope === 'string' ? { scope: body.scope } : {}) }
-    }
-    if ((res.statusCode === 429 || res.statusCode >= 500) && attempt < 4) {
-      await sleep(retryAfterMs(res.headers['retry-after']) ?? backoffMs(attempt))
-      continue
+      return { ok: true, value: { token: body.access_token, expiresInS: Number(body.expires_in) || 3600, ...(typeof body.refresh_token === 'string' ? { refreshToken: body.refresh_token } : {}), ...(typeof body.scope === 'string' ? { scope: body.scope } : {}) } }
     }
     const reason = typeof body.error === 'string' ? body.error : `http_${res.statusCode}`
     const described = typeof body.error_description === 'string' ? `: ${body.error_description}` : ''
     const hint = reason === 'invalid_grant' ? ' (a refresh token that was revoked or expired: run `hookgate webhooks gmail login` again; a service-account key that was deleted: make a new one)' : ''
-    throw new GoogleError(res.statusCode, reason, `Google refused a token for ${principal}: ${reason}${described}${hint}`)
-  }
+    const failure = new GoogleError(res.statusCode, reason, `Google refused a token for ${principal}: ${reason}${described}${hint}`)
+    return { ok: false, failure, retryable: res.statusCode === 429 || res.statusCode >= 500, retryAfterMs: parseRetryAfter(res.headers['retry-after']) }
+  })
 }
 
 export interface CallOptions {
@@ -172,69 +170,66 @@ export interface CallOptions {
 }
 
 /** One call to a Google JSON API; 404 and other refusals throw GoogleError with Google's status word (NOT_FOUND, ABORTED …). */
-export async function callGoogle<T = any>(tokens: TokenSource, url: string, options: CallOptions = {}): Promise<T> {
-  const attempts = options.attempts ?? 5
+export function callGoogle<T = any>(tokens: TokenSource, url: string, options: CallOptions = {}): Promise<T> {
   let refreshed = false
-  for (let attempt = 1; ; attempt++) {
-    const token = await tokens.token()
-    let res
-    try {
-      res = await request(url, {
-        method: options.method ?? 'GET',
-        headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-        headersTimeout: 30_000,
-        bodyTimeout: 60_000,
-      })
-    } catch (err) {
-      if (attempt < attempts) {
-        const waitMs = Math.min(backoffMs(attempt), options.maxWaitMs ?? 60_000)
-        options.onRetry?.({ status: 0, waitMs, attempt })
-        await sleep(waitMs)
+  return retry({
+    ...googleRetries(options.attempts ?? 5),
+    maxWaitMs: options.maxWaitMs ?? 60_000,
+    fail: (err: GoogleError) => err,
+    waiting: (err, attempt, waitMs) => options.onRetry?.({ status: err.status, waitMs, attempt }),
+  }, async () => {
+    for (;;) {
+      const token = await tokens.token()
+      let res
+      try {
+        res = await request(url, {
+          method: options.method ?? 'GET',
+          headers: { authorization: `Bearer ${token}`, accept: 'application/json', ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+          ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+          headersTimeout: 30_000,
+          bodyTimeout: 60_000,
+        })
+      } catch (err) {
+        return { ok: false, retryable: true, failure: new GoogleError(0, 'unreachable', `cannot reach ${new URL(url).origin}: ${(err as Error).message}`) }
+      }
+      const text = await res.body.text()
+      let body: any
+      try { body = text === '' ? {} : JSON.parse(text) } catch { body = undefined }
+      if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, value: (body ?? {}) as T }
+      if (res.statusCode === 401 && !refreshed) {
+        // An access token Google no longer takes (revoked, or its clock and ours disagree): mint one
+        // more, once per call, and ask again; that is no extra attempt.
+        refreshed = true
+        tokens.invalidate()
         continue
       }
-      throw new GoogleError(0, 'unreachable', `cannot reach ${new URL(url).origin}: ${(err as Error).message}`)
+      const wait = retryAfterMs(res.headers['retry-after'])
+      const e = body?.error
+      const status = typeof e?.status === 'string' ? e.status : `HTTP_${res.statusCode}`
+      const message = typeof e?.message === 'string' ? e.message : text.slice(0, 200)
+      const failure = new GoogleError(res.statusCode, status, `${options.method ?? 'GET'} ${new URL(url).pathname}: ${res.statusCode} ${status}: ${message}`, wait)
+      return { ok: false, failure, retryable: res.statusCode === 429 || res.statusCode >= 500, retryAfterMs: wait ?? null }
     }
-    const text = await res.body.text()
-    let body: any
-    try { body = text === '' ? {} : JSON.parse(text) } catch { body = undefined }
-    if (res.statusCode >= 200 && res.statusCode < 300) return (body ?? {}) as T
-    if (res.statusCode === 401 && !refreshed) {
-      // An access token Google no longer takes (revoked, or its clock and ours disagree): mint one more.
-      refreshed = true
-      tokens.invalidate()
-      attempt--
-      continue
-    }
-    const wait = retryAfterMs(res.headers['retry-after'])
-    if ((res.statusCode === 429 || res.statusCode >= 500) && attempt < attempts) {
-      const waitMs = Math.min(wait ?? backoffMs(attempt), options.maxWaitMs ?? 60_000)
-      options.onRetry?.({ status: res.statusCode, waitMs, attempt })
-      await sleep(waitMs)
-      continue
-    }
-    const e = body?.error
-    const status = typeof e?.status === 'string' ? e.status : `HTTP_${res.statusCode}`
-    const message = typeof e?.message === 'string' ? e.message : text.slice(0, 200)
-    throw new GoogleError(res.statusCode, status, `${options.method ?? 'GET'} ${new URL(url).pathname}: ${res.statusCode} ${status}: ${message}`, wait)
-  }
+  })
 }
 
-/** Exponential backoff with jitter: about 1, 2, 4, 8 … s, at most 60 s. */
+/** Attempts at a token (a grant), the first included. */
+const TOKEN_ATTEMPTS = 4
+
+/** Google's schedule: about 1, 2, 4, 8 … s, at most 60 s. */
+export const GOOGLE_BACKOFF: Backoff = { baseMs: 1000, capMs: 60_000 }
+
+/** What every call to Google retries with: `attempts` in all, Google's schedule, never cancelled (no signal). */
+export function googleRetries(attempts: number): { attempts: number; backoff: Backoff; cancelled: () => Error } {
+  return { attempts, backoff: GOOGLE_BACKOFF, cancelled: () => new Error('cancelled') }
+}
+
+/** Exponential backoff with jitter on Google's schedule: about 1, 2, 4, 8 … s, at most 60 s. */
 export function backoffMs(attempt: number): number {
-  const base = Math.min(60_000, 1000 * 2 ** (attempt - 1))
-  return Math.round(base / 2 + Math.random() * base / 2)
+  return backoffDelay(GOOGLE_BACKOFF, attempt)
 }
 
-/** Retry-After as seconds or an HTTP date, in ms; undefined when absent or unreadable. */
+/** Retry-After as seconds or an HTTP date, in ms (runtime/lib/retry.ts reads it); undefined when absent or unreadable. */
 export function retryAfterMs(header: string | string[] | undefined): number | undefined {
-  const v = Array.isArray(header) ? header[0] : header
-  if (v === undefined || v.trim() === '') return undefined
-  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000
-  const at = Date.parse(v)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms))
+  return parseRetryAfter(header) ?? undefined
 }

@@ -1,4 +1,4 @@
-// `hookgate webhooks gmail run`: the push receiver. It holds the lock on <state>/gmail (one helper
+// The Gmail helper's push receiver (`hookgate webhooks gmail run`, cli/verbs/webhooks-gmail-run.ts). It holds the lock on <state>/gmail (one helper
 // per cursor), checks each Pub/Sub push (the token in its URL, and the OIDC token when configured)
 // before anything is fetched, hands the push to the mailbox's sync and answers 204 only once the
 // hook accepted every batch (else 503: Pub/Sub redelivers with backoff); it renews the watch on a
@@ -8,13 +8,13 @@ import { existsSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { processIO, readCommandArgs } from '../runtime/commands.js'
-import { sendJson } from '../runtime/http/errors.js'
-import { acquireStateLock, type StateLock } from '../runtime/store/open.js'
-import { HelperConfigError, PUSH_TOKEN_FILE, hookToken, loadHelperConfig, readRef, type HelperConfig } from './config.js'
+import { HttpError, sendError, sendJson } from '../runtime/http/errors.js'
+import { acquireStateLock, type StateLock } from '../runtime/lib/state-lock.js'
+import { HelperConfigError, PUSH_TOKEN_FILE, hookToken, readRef, type HelperConfig } from './config.js'
 import { mailboxTokens } from './credentials.js'
 import { backoffMs, googleBases, type GoogleBases, type TokenSource } from './google.js'
 import { OidcVerifier } from './oidc.js'
+import { createLogger, type Logger } from '../runtime/observe/log.js'
 import { MailSync, type Log } from './sync.js'
 
 const PUSH_BODY_LIMIT = 64 * 1024
@@ -30,8 +30,8 @@ export interface HelperOptions {
   port?: number
   /** how often the watch is renewed instead of renewEveryMinutes (tests) */
   renewEveryMs?: number
-  /** where JSON log lines go (default stdout) */
-  write?: (line: string) => void
+  /** where the JSON log lines go (`hookgate webhooks gmail run` writes them to stdout) */
+  write: (line: string) => void
   hookAttempts?: number
   hookMaxWaitMs?: number
 }
@@ -50,8 +50,7 @@ export interface Helper {
 export async function startHelper(options: HelperOptions): Promise<Helper> {
   const { config } = options
   const g = config.gmail
-  const write = options.write ?? ((line: string) => { process.stdout.write(line + '\n') })
-  const log: Log = (event, fields = {}) => write(JSON.stringify({ at: new Date().toISOString(), event, ...fields }))
+  const log = helperLog(createLogger(options.write))
   const account = g.account
   if (!account) throw new HelperConfigError('hooks.gmail.account is not set: run `hookgate webhooks gmail setup` first')
   const pushToken = readPushToken(config)
@@ -102,7 +101,7 @@ export async function startHelper(options: HelperOptions): Promise<Helper> {
   const server = createServer((req, res) => {
     handle(req, res).catch((err) => {
       log('error', { during: 'request', error: (err as Error).message })
-      if (!res.headersSent) sendJson(res, 500, { ok: false, error: 'the helper failed to handle the push', code: 'internal_error' })
+      if (!res.headersSent) sendError(res, new HttpError(500, 'internal_error', 'the helper failed to handle the push'))
       else res.destroy()
     })
   })
@@ -110,25 +109,25 @@ export async function startHelper(options: HelperOptions): Promise<Helper> {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://receiver')
     if (url.pathname === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) return health(res)
-    if (url.pathname !== g.receiver.path) return sendJson(res, 404, { ok: false, error: 'no such path', code: 'not_found' })
-    if (req.method !== 'POST') return sendJson(res, 405, { ok: false, error: 'pushes are POSTed', code: 'method_not_allowed' }, { allow: 'POST' })
+    if (url.pathname !== g.receiver.path) return sendError(res, new HttpError(404, 'not_found', 'no such path'))
+    if (req.method !== 'POST') return sendError(res, new HttpError(405, 'method_not_allowed', 'pushes are POSTed', { allow: 'POST' }))
     if (!sameSecret(url.searchParams.get('token') ?? '', pushToken)) {
       log('push_refused', { reason: 'wrong or missing push token' })
-      return sendJson(res, 401, { ok: false, error: 'the push token is wrong or missing', code: 'unauthorized' })
+      return sendError(res, new HttpError(401, 'unauthorized', 'the push token is wrong or missing'))
     }
     if (oidc) {
       const verdict = await oidc.check(req.headers.authorization)
       if (!verdict.ok) {
         log('push_refused', { reason: verdict.reason })
-        return sendJson(res, verdict.status, { ok: false, error: verdict.reason, code: verdict.status === 401 ? 'unauthorized' : 'forbidden' })
+        return sendError(res, new HttpError(verdict.status, verdict.status === 401 ? 'unauthorized' : 'forbidden', verdict.reason))
       }
     }
     const body = await readBody(req)
-    if (body === undefined) return sendJson(res, 413, { ok: false, error: 'a push body is at most 64 KiB', code: 'payload_too_large' })
+    if (body === undefined) return sendError(res, new HttpError(413, 'payload_too_large', 'a push body is at most 64 KiB'))
     const note = notificationOf(body)
     if (!note) {
       log('push_refused', { reason: 'not a Pub/Sub push of a Gmail notification' })
-      return sendJson(res, 400, { ok: false, error: 'the body is not a pub/sub push of a gmail notification', code: 'invalid_push' })
+      return sendError(res, new HttpError(400, 'invalid_push', 'the body is not a pub/sub push of a gmail notification'))
     }
     lastPushAt = new Date().toISOString()
     if (note.emailAddress.toLowerCase() !== account!.toLowerCase()) {
@@ -137,12 +136,12 @@ export async function startHelper(options: HelperOptions): Promise<Helper> {
       return
     }
     log('push', { messageId: note.messageId, historyId: note.historyId })
-    if (closing) return sendJson(res, 503, { ok: false, error: 'the helper is stopping; pub/sub will redeliver', code: 'shutting_down' }, { 'retry-after': '10' })
+    if (closing) return sendError(res, new HttpError(503, 'shutting_down', 'the helper is stopping; pub/sub will redeliver', { 'retry-after': '10' }))
     try {
       await sync.requestSync('push')
     } catch {
       // the reason is in the log and on /healthz; Pub/Sub redelivers, and the outbox waits on disk
-      return sendJson(res, 503, { ok: false, error: 'the mail could not be handed to the hook yet; pub/sub will redeliver', code: 'sync_failed' }, { 'retry-after': '30' })
+      return sendError(res, new HttpError(503, 'sync_failed', 'the mail could not be handed to the hook yet; pub/sub will redeliver', { 'retry-after': '30' }))
     }
     res.writeHead(204).end()
   }
@@ -229,6 +228,14 @@ async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return Buffer.concat(chunks)
 }
 
+/**
+ * The helper's log over the runtime's one logger (runtime/observe/log.ts): each line JSON with `t`,
+ * a level (error for `error` events) and its event as the message and as `event`.
+ */
+export function helperLog(logger: Logger): Log {
+  return (event, fields = {}) => (event === 'error' ? logger.error : logger.info)(event, { event, ...fields })
+}
+
 /** Pub/Sub's push envelope around Gmail's {emailAddress, historyId}; undefined when it is not one. */
 function notificationOf(body: Buffer): { emailAddress: string; historyId: string; messageId: string } | undefined {
   try {
@@ -239,21 +246,4 @@ function notificationOf(body: Buffer): { emailAddress: string; historyId: string
   } catch {
     return undefined
   }
-}
-
-export async function runCommand(argv: string[], io: { stdout(text: string): void; stderr(text: string): void } = processIO): Promise<number> {
-  const parsed = readCommandArgs('webhooks gmail run', argv, io)
-  if (parsed.kind !== 'ok') return parsed.exit!
-  const v = parsed.values as { config: string; state?: string }
-  const config = loadHelperConfig(v.config, v.state)
-  if (!config.configured) throw new HelperConfigError(`${v.config} has no hooks.gmail: run \`hookgate webhooks gmail setup\` first`)
-  const helper = await startHelper({ config, write: (line) => io.stdout(line + '\n') })
-  await new Promise<void>((resolve) => {
-    const stop = () => { process.off('SIGTERM', stop); process.off('SIGINT', stop); resolve() }
-    process.on('SIGTERM', stop)
-    process.on('SIGINT', stop)
-  })
-  await helper.close()
-  io.stdout(JSON.stringify({ at: new Date().toISOString(), event: 'stopped' }) + '\n')
-  return 0
 }

@@ -1,5 +1,6 @@
-// `hookgate webhooks gmail setup`: everything between a Google account and /hooks/gmail, each step
-// checked first and left alone when it is already right, so running it again changes nothing:
+// `hookgate webhooks gmail setup` (its flags are read by cli/verbs/webhooks-gmail-setup.ts):
+// everything between a Google account and /hooks/gmail, each step checked first and left alone
+// when it is already right, so running it again changes nothing:
 //   1. the Pub/Sub topic exists;
 //   2. Gmail's push service account may publish to it (IAM read-modify-write, other bindings kept);
 //   3. the push subscription sends to the push endpoint, with the push token in its query (Pub/Sub
@@ -13,17 +14,13 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 import { isMap, isSeq, type Document, type YAMLMap } from 'yaml'
-import { readCommandArgs } from '../runtime/commands.js'
-import { formatText } from '../compiler/diagnostics.js'
-import { hashText, saveConfig } from '../admin/config-file.js'
-import { preservingEdit } from '../admin/yaml-edit.js'
+import { formatText, hashText, preservingEdit, saveConfig } from '../admin/config-file.js'
 import { googleBases, parseServiceAccountKey } from './google.js'
 import { DEFAULTS, HelperConfigError, defaultHookUrl, PUSH_TOKEN_FILE, loadHelperConfig, readJsonFile, readRef, writeSecretFile, type GmailSettings, type HelperConfig, type Ref } from './config.js'
 import { mailboxTokens, pubsubTokens } from './credentials.js'
 import { ensurePublisher, ensureSubscription, ensureTopic, subscriptionName, topicName, type StepResult } from './pubsub.js'
 import { startWatch } from './mailbox.js'
 import { readCursor, writeCursor } from './outbox.js'
-import { EXIT, type CommandIO } from './cli.js'
 
 /** What setup knows of the watch it started: `run` starts reading history from its historyId. */
 export const WATCH_FILE = 'watch.json'
@@ -32,17 +29,18 @@ export interface WatchRecord { account: string; topicName: string; labels: strin
 /** A watch with more than this left is kept as it is. */
 const WATCH_FRESH_MS = 24 * 3_600_000
 
-type Flags = Record<string, string | string[] | boolean | undefined> & { config: string; state?: string; out: string; label: string[] }
+/** setup's flags as parsed (cli/verbs/webhooks-gmail-setup.ts checks their shapes first). */
+export type SetupFlags = Record<string, string | string[] | boolean | undefined> & { config: string; state?: string; out: string; label: string[] }
 
-export async function setupCommand(argv: string[], io: CommandIO): Promise<number> {
-  const parsed = readCommandArgs('webhooks gmail setup', argv, io)
-  if (parsed.kind !== 'ok') return parsed.exit!
-  const v = parsed.values as Flags
-  const usage = checkFlags(v)
-  if (usage) {
-    io.stderr(`hookgate webhooks gmail setup: ${usage}\n`)
-    return EXIT.usage
-  }
+/** Where setup says what it does (stdout) and why it refused (stderr). */
+export interface SetupOutput { stdout(text: string): void; stderr(text: string): void }
+
+/**
+ * Runs setup, or with `dry-run` prints its plan: true when done (or planned), false when the
+ * config refused the edit (said on stderr). A Google refusal or a config problem is thrown, as a
+ * sentence meant for the operator.
+ */
+export async function setup(v: SetupFlags, io: SetupOutput): Promise<boolean> {
   const config = loadHelperConfig(v.config, v.state)
   const settings = mergeFlags(config, v)
   const dryRun = v['dry-run'] === true
@@ -59,7 +57,7 @@ export async function setupCommand(argv: string[], io: CommandIO): Promise<numbe
     say(`  3. subscription ${subscription}: push to ${settings.pushEndpoint} (push token in its query${oidc ? `, OIDC token as ${oidc.serviceAccountEmail} for ${oidc.audience}` : ''}), ack deadline ${DEFAULTS.ackDeadlineSeconds} s`)
     say(`  4. watch ${settings.account}${settings.labels.length ? ` (labels ${settings.labels.join(', ')})` : ''}: publish to ${topic}, unless a watch with over a day left does already`)
     say(`  5. ${relative(process.cwd(), config.file) || config.file}: hooks.gmail, presets: [gmail], enabled: true${settings.pushToken ? '' : `; a push token generated into ${pushTokenPath}`}`)
-    return EXIT.ok
+    return true
   }
 
   // Credentials are read (and refused) before the first call.
@@ -113,7 +111,7 @@ export async function setupCommand(argv: string[], io: CommandIO): Promise<numbe
   }
 
   const written = await writeConfig(config, settings, v.out, io)
-  if (written === undefined) return EXIT.refused
+  if (written === undefined) return false
   step(5, relative(process.cwd(), config.file) || config.file, written ? 'hooks.gmail, presets: [gmail], enabled: true written' : 'unchanged')
 
   say('')
@@ -121,29 +119,11 @@ export async function setupCommand(argv: string[], io: CommandIO): Promise<numbe
   if (written) say(`  the bundle in ${v.out} has /hooks/gmail now: a running hookgate serve --bundle ${v.out} reloads it (npm start compiles itself)`)
   say(`  hookgate webhooks gmail run --config ${relative(process.cwd(), config.file) || config.file}   (receives pushes on http://${settings.receiver.host}:${settings.receiver.port}${settings.receiver.path})`)
   say(`  make ${settings.pushEndpoint} reach that receiver (a reverse proxy or tunnel with TLS; Pub/Sub pushes only to https)`)
-  return EXIT.ok
-}
-
-/** Usage problems the parser cannot see: values of the wrong shape. */
-function checkFlags(v: Flags): string | undefined {
-  const int = (name: string, min: number, max: number) => {
-    const raw = v[name]
-    if (raw === undefined) return undefined
-    const n = Number(raw)
-    return Number.isInteger(n) && n >= min && n <= max ? undefined : `--${name} takes a whole number from ${min} to ${max}`
-  }
-  if (v['include-body'] !== undefined && v['include-body'] !== 'yes' && v['include-body'] !== 'no') return '--include-body takes yes or no'
-  for (const name of ['push-endpoint', 'hook-url', 'oidc-audience']) {
-    const raw = v[name]
-    if (typeof raw === 'string' && !/^https?:\/\/[^\s]+$/.test(raw)) return `--${name} takes an http(s) URL`
-  }
-  if (typeof v['receiver-path'] === 'string' && !v['receiver-path'].startsWith('/')) return '--receiver-path starts with /'
-  if (v['gmail-key'] !== undefined && v['oauth-client'] !== undefined) return 'give --oauth-client or --gmail-key, not both'
-  return int('receiver-port', 0, 65535) ?? int('max-bytes', 1, 64 * 1024 * 1024) ?? int('renew-every-minutes', 1, 7 * 24 * 60)
+  return true
 }
 
 /** hooks.gmail as it stands, with each flag given over it; what is still missing is refused here. */
-function mergeFlags(config: HelperConfig, v: Flags): GmailSettings {
+function mergeFlags(config: HelperConfig, v: SetupFlags): GmailSettings {
   const s: GmailSettings = structuredClone(config.gmail)
   const str = (name: string) => (typeof v[name] === 'string' ? (v[name] as string) : undefined)
   const file = (name: string): Ref | undefined => {
@@ -234,7 +214,7 @@ function gmailBlock(s: GmailSettings, value: Record<string, any>): Record<string
 }
 
 /** Writes hooks.gmail, the preset and enabled into hooks.yaml when they differ; undefined after a refusal (said on stderr). */
-async function writeConfig(config: HelperConfig, settings: GmailSettings, outDir: string, io: CommandIO): Promise<boolean | undefined> {
+async function writeConfig(config: HelperConfig, settings: GmailSettings, outDir: string, io: SetupOutput): Promise<boolean | undefined> {
   const block = gmailBlock(settings, config.value)
   const text = preservingEdit(config.text, (doc: Document) => {
     const current = doc.getIn(['hooks', 'gmail'], true)
@@ -260,7 +240,7 @@ async function writeConfig(config: HelperConfig, settings: GmailSettings, outDir
 }
 
 /** Through the control plane's one save path: compiled first, then hooks.yaml and the bundle written, both or neither. */
-async function save(config: HelperConfig, text: string, outDir: string, io: CommandIO): Promise<boolean | undefined> {
+async function save(config: HelperConfig, text: string, outDir: string, io: SetupOutput): Promise<boolean | undefined> {
   const shown = relative(process.cwd(), config.file) || config.file
   const saved = await saveConfig({ file: config.file, outDir, text, baseHash: hashText(config.text) })
   if (saved.ok) return true

@@ -4,7 +4,8 @@
 // that makes Gmail publish, started when there is no cursor and renewed before it expires.
 import { request } from 'undici'
 import type { HelperConfig } from './config.js'
-import { backoffMs, GoogleError, retryAfterMs, sleep, type CallOptions, type GoogleBases, type TokenSource } from './google.js'
+import { GoogleError, googleRetries, retryAfterMs, type CallOptions, type GoogleBases, type TokenSource } from './google.js'
+import { retry } from '../runtime/lib/retry.js'
 import { addedSince, fetchMessage, profile, recentMessageIds, startWatch, type MailItem } from './mailbox.js'
 import { planBatches, presetBodyLimit, readCursor, remember, splitBatch, writeCursor, type Batch, type Cursor } from './outbox.js'
 import { topicName } from './pubsub.js'
@@ -193,42 +194,36 @@ export class MailSync {
     this.save()
   }
 
-  private async post(batch: Batch): Promise<{ kind: 'accepted'; replayed: boolean } | { kind: 'too_large' }> {
-    const attempts = this.deps.hookAttempts ?? 4
-    const maxWait = this.deps.hookMaxWaitMs ?? 30_000
+  private post(batch: Batch): Promise<{ kind: 'accepted'; replayed: boolean } | { kind: 'too_large' }> {
     const url = this.deps.config.gmail.hookUrl
-    for (let attempt = 1; ; attempt++) {
-      let status: number
-      let text: string
-      let retryAfter: number | undefined
-      let replayed = false
+    type Refused = { status: number; code?: string; message: string }
+    return retry<{ kind: 'accepted'; replayed: boolean } | { kind: 'too_large' }, Refused>({
+      ...googleRetries(this.deps.hookAttempts ?? 4),
+      maxWaitMs: this.deps.hookMaxWaitMs ?? 30_000,
+      fail: (refused) => new SyncError(refused.message),
+      // a hook that answered is logged before each wait; one that could not be reached is not
+      waiting: (refused, attempt, waitMs) => { if (refused.status !== 0) this.deps.log('hook_retry', { status: refused.status, code: refused.code, waitMs, attempt }) },
+    }, async () => {
+      let res
       try {
-        const res = await request(url, {
+        res = await request(url, {
           method: 'POST',
           headers: { authorization: `Bearer ${this.deps.hookToken}`, 'content-type': 'application/json', 'idempotency-key': batch.key },
           body: batch.body,
           headersTimeout: 60_000,
           bodyTimeout: 60_000,
         })
-        status = res.statusCode
-        text = await res.body.text()
-        retryAfter = retryAfterMs(res.headers['retry-after'])
-        replayed = res.headers['idempotent-replayed'] === 'true'
       } catch (err) {
-        if (attempt < attempts) { await sleep(Math.min(backoffMs(attempt), maxWait)); continue }
-        throw new SyncError(`cannot reach the hook at ${new URL(url).origin}: ${(err as Error).message}`)
+        return { ok: false, retryable: true, failure: { status: 0, message: `cannot reach the hook at ${new URL(url).origin}: ${(err as Error).message}` } }
       }
-      if (status >= 200 && status < 300) return { kind: 'accepted', replayed }
-      if (status === 413) return { kind: 'too_large' }
+      const status = res.statusCode
+      const text = await res.body.text()
+      if (status >= 200 && status < 300) return { ok: true, value: { kind: 'accepted', replayed: res.headers['idempotent-replayed'] === 'true' } }
+      if (status === 413) return { ok: true, value: { kind: 'too_large' } }
       const { code, error } = errorOf(text)
-      if ((status === 429 || status >= 500) && attempt < attempts) {
-        const waitMs = Math.min(retryAfter ?? backoffMs(attempt), maxWait)
-        this.deps.log('hook_retry', { status, code, waitMs, attempt })
-        await sleep(waitMs)
-        continue
-      }
-      throw new SyncError(`the hook at ${url} answered ${status}${code ? ` ${code}` : ''}${error ? `: ${error}` : ''}${hint(status, code)}`)
-    }
+      const message = `the hook at ${url} answered ${status}${code ? ` ${code}` : ''}${error ? `: ${error}` : ''}${hint(status, code)}`
+      return { ok: false, retryable: status === 429 || status >= 500, retryAfterMs: retryAfterMs(res.headers['retry-after']) ?? null, failure: { status, ...(code ? { code } : {}), message } }
+    })
   }
 }
 

@@ -8,7 +8,7 @@ import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const sourceDirs = ['compiler', 'runtime', 'admin', 'gmail', 'test']
+const sourceDirs = ['cli', 'compiler', 'runtime', 'admin', 'gmail', 'test']
 // The page runs in the browser: bundled on its own below, never transpiled for node.
 const uiDir = join(root, 'admin', 'ui')
 
@@ -38,10 +38,10 @@ await build({
   sourcemap: 'inline',
   logLevel: 'warning',
 })
-// `hookgate serve` loads the runtime as one file (see runtime/serve-main.ts), and the transform
+// `hookgate serve` loads the runtime as one file (see cli/serve-main.ts), and the transform
 // worker beside it, as the standalone runtime does; packages (undici) stay imports, loaded lazily.
 await build({
-  entryPoints: { 'hookgate-serve': join(root, 'runtime', 'serve-main.ts'), 'hookgate-worker': join(root, 'runtime', 'transforms', 'hookgate-worker.ts') },
+  entryPoints: { 'hookgate-serve': join(root, 'cli', 'serve-main.ts'), 'hookgate-worker': join(root, 'runtime', 'transforms', 'hookgate-worker.ts') },
   outdir: join(root, 'build', 'serve'),
   outExtension: { '.js': '.mjs' },
   bundle: true,

@@ -1,7 +1,7 @@
 // The gmail preset: one agent mapping on /hooks/gmail fed by `hookgate webhooks gmail run`, which
 // posts the Gmail history it fetched as { messages: [{ id, from, subject, snippet, body }] }: one
 // isolated agent turn per message (forEach), each under its own session key, all accepted at once.
-import type { PresetDefinition } from './index.js'
+import type { PresetDefinition } from './preset.js'
 
 export const gmailPreset: PresetDefinition = {
   name: 'gmail',

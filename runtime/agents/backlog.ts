@@ -1,4 +1,4 @@
-// What the backlog weighs: agent and workflow runs accepted and not finished yet hold their request
+// The backlog and what it weighs: agent and workflow runs accepted and not finished yet hold their request
 // in memory until they end, so the HTTP side bounds them in bytes as well as in runs
 // (server.maxPendingBytes beside server.maxPendingRuns; past either, 503 too_many_pending_runs). A
 // bound on how many, without a bound on how big, is no bound: 10,000 pending runs of 255 KiB held
@@ -16,6 +16,27 @@
 // (56 when empty; past 128 keys a dictionary, 32 and 40 per key), a fractional or large number
 // held in an object 16 more. So `[{},{},…]` counts its 64 bytes per element, not the 3 of its
 // JSON text, and a 255 KiB message 255 KiB.
+
+/**
+ * The backlog as the engine counts it: agent and workflow runs accepted and not finished yet, and
+ * what they hold in memory meanwhile. The refusal the request side asks for is read off these.
+ */
+export class Backlog {
+  /** agent and workflow runs accepted and not yet finished */
+  runs = 0
+  /** what those runs hold in memory meanwhile, in bytes */
+  bytes = 0
+
+  /**
+   * Counts `bytes` for `runs` runs accepted together; each calls the function it gets once it
+   * ends, and the bytes go with the last (what they share lives until then).
+   */
+  hold(bytes: number, runs: number): () => void {
+    this.bytes += bytes
+    let left = runs
+    return () => { if (--left === 0) this.bytes -= bytes }
+  }
+}
 
 /** Beside its request, what a pending agent run holds (measured 5.1-5.8 KB). */
 export const PENDING_AGENT_RUN_BYTES = 6 * 1024

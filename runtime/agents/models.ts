@@ -3,32 +3,16 @@
 // `provider/model` is answered by the built-in offline model or by the HTTP provider of that id
 // (OpenAI-compatible or Anthropic, see ./providers/).
 import type { Dispatcher } from 'undici'
-import type { BundleProvider } from '../bundle-format.js'
-import { SecretError, resolveSecretValue } from '../secrets.js'
+import type { BundleProvider } from '../bundle/format.js'
+import { SecretError, resolveSecretValue } from '../bundle/secrets.js'
 import { createAnthropicProvider } from './providers/anthropic.js'
 import type { ProviderSettings } from './providers/http.js'
 import { ModelError } from './providers/model-error.js'
 import { createOpenAIProvider } from './providers/openai.js'
+import type { ModelProvider } from './providers/provider.js'
 
 export { ModelError }
-
-export interface ChatMessage { role: 'system' | 'user' | 'assistant'; content: string }
-
-export interface ModelCall {
-  /** provider/model */
-  model: string
-  messages: ChatMessage[]
-  thinking: string | null
-  signal: AbortSignal
-}
-
-export interface ModelReply { text: string }
-
-export interface ModelProvider {
-  complete(call: ModelCall): Promise<ModelReply>
-  /** answers in-process without I/O (builtin/echo): no deadline timer or abort signal is set up for it */
-  readonly local?: boolean
-}
+export type { ChatMessage, ModelCall, ModelProvider, ModelReply } from './providers/provider.js'
 
 /** The most `builtin/echo` repeats of its prompt: a real model's reply is bounded too. */
 export const ECHO_MAX_CHARS = 4096

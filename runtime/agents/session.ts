@@ -6,7 +6,10 @@
 // alone queues events for turns, runs them and settles their wakes. Another runtime puts events in
 // the store for the owner to pull, and its turn commits are fenced (see runtime/store/postgres/sessions.ts).
 import { RunStoreError, sessionLogName, type RecordLog, type RunRow, type SessionOwnership, type Store } from '../store/store.js'
-import { wrapExternalContent } from '../envelope.js'
+import { wrapExternalContent } from './envelope.js'
+import type { Route } from '../channels/deliverer.js'
+
+export type { Route }
 
 export type SessionRecord =
   | { type: 'event'; id: string; runId: string; text: string; external: boolean; source: string; at: string }
@@ -14,8 +17,6 @@ export type SessionRecord =
   | { type: 'route'; at: string; channel: string; to: string | null }
 
 export type SessionEvent = Extract<SessionRecord, { type: 'event' }>
-
-export interface Route { channel: string; to: string | null }
 
 /** A turn's reply as its record keeps it (history, not a transcript to resume from). */
 export const TURN_REPLY_MAX_CHARS = 64 * 1024

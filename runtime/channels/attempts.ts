@@ -1,10 +1,14 @@
 // The delivery loop every HTTP channel shares: one POST per attempt through undici with its own
 // timeout, at most maxAttempts attempts, exponential backoff with jitter between them (or the wait
-// a 429/503 asked for in Retry-After), and one DeliveryError at the end whose message says what the
-// receiver answered without quoting a credential.
+// a 429/503 asked for in Retry-After), through the one retry loop (runtime/lib/retry.ts) with the
+// channels' numbers, and one DeliveryError at the end whose message says what the receiver
+// answered without quoting a credential.
 import { setTimeout as delay } from 'node:timers/promises'
 import type { Dispatcher } from 'undici'
-import { loadUndici } from '../undici.js'
+import { loadUndici } from '../lib/undici.js'
+import { backoffDelay as scheduled, parseRetryAfter, retry, type Backoff } from '../lib/retry.js'
+
+export { parseRetryAfter }
 
 export const BACKOFF_BASE_MS = 500
 export const BACKOFF_CAP_MS = 30_000
@@ -22,21 +26,12 @@ export class DeliveryError extends Error {
 
 export interface DeliveryResult { ok: true; attempts: number; detail: string }
 
-/** The wait before attempt `attempt + 1`: base·2^(attempt-1), capped, then jittered into [½, 1] of it. */
-export function backoffDelay(attempt: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, attempt - 1))
-  return Math.round(ceiling / 2 + random() * (ceiling / 2))
-}
+/** the channels' schedule: 500 ms doubling to 30 s */
+const BACKOFF: Backoff = { baseMs: BACKOFF_BASE_MS, capMs: BACKOFF_CAP_MS }
 
-/** Retry-After as milliseconds from `nowMs`: delta-seconds or an HTTP date; null when absent or unreadable. */
-export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | null {
-  const raw = (Array.isArray(value) ? value[0] : value)?.trim()
-  if (!raw) return null
-  if (/^\d+(\.\d+)?$/.test(raw)) return Math.round(Number(raw) * 1000)
-  // an HTTP date has a day or month name; Date.parse alone would take '-3' for a year
-  const at = /[A-Za-z]{3}/.test(raw) ? Date.parse(raw) : NaN
-  if (Number.isNaN(at)) return null
-  return Math.max(0, at - nowMs)
+/** The wait before attempt `attempt + 1`, on the channels' schedule (runtime/lib/retry.ts). */
+export function backoffDelay(attempt: number, random: () => number = Math.random): number {
+  return scheduled(BACKOFF, attempt, random)
 }
 
 export interface HttpAnswer {
@@ -176,40 +171,27 @@ function attemptsText(n: number): string {
   return `${n} attempt${n === 1 ? '' : 's'}`
 }
 
-/** waits `ms` (with the injected sleep), ending early when `signal` aborts */
-async function pause(ms: number, ctx: LoopContext): Promise<boolean> {
-  const { signal } = ctx
-  if (signal?.aborted) return false
-  if (!signal) { await ctx.sleep(ms); return true }
-  let onAbort!: () => void
-  const aborted = new Promise<false>((resolve) => { onAbort = () => resolve(false); signal.addEventListener('abort', onAbort, { once: true }) })
-  try {
-    return await Promise.race([ctx.sleep(ms).then(() => true as const), aborted])
-  } finally {
-    signal.removeEventListener('abort', onAbort)
-  }
-}
-
 /** Runs `attempt` until it succeeds, fails for good, or maxAttempts is reached. */
-export async function runAttempts(ctx: LoopContext, attempt: (n: number) => Promise<Outcome>): Promise<DeliveryResult> {
+export function runAttempts(ctx: LoopContext, attempt: (n: number) => Promise<Outcome>): Promise<DeliveryResult> {
   const who = `${ctx.type} channel ${JSON.stringify(ctx.id)}`
   const fail = (message: string, attempts: number, retryable: boolean) => new DeliveryError(ctx.scrub(message), attempts, retryable)
-  if (ctx.signal?.aborted) throw fail(`${who} was cancelled before the first attempt`, 0, true)
-  const max = Math.max(1, Math.floor(ctx.maxAttempts))
-  for (let n = 1; ; n++) {
+  type Failed = Extract<Outcome, { ok: false }>
+  return retry<DeliveryResult, Failed>({
+    attempts: ctx.maxAttempts,
+    backoff: BACKOFF,
+    // a longer wait ends the delivery (retryable) rather than holding the run
+    maxWaitMs: RETRY_AFTER_MAX_MS,
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+    sleep: ctx.sleep,
+    ...(ctx.random ? { random: ctx.random } : {}),
+    fail: (outcome, n) => fail(`${who} ${outcome.reason} after ${attemptsText(n)}`, n, outcome.retryable),
+    cancelled: (n) => (n === 0 ? fail(`${who} was cancelled before the first attempt`, 0, true) : fail(`${who} was cancelled after ${attemptsText(n)}`, n, true)),
+    refuseLongerWait: (outcome, n, asked) => fail(`${who} ${outcome.reason} and asked to wait ${formatMs(asked)}, longer than the ${formatMs(RETRY_AFTER_MAX_MS)} a delivery waits, after ${attemptsText(n)}`, n, true),
+  }, async (n) => {
     const outcome = await attempt(n)
-    if (outcome.ok) return { ok: true, attempts: n, detail: outcome.detail }
-    if (ctx.signal?.aborted) throw fail(`${who} was cancelled after ${attemptsText(n)}`, n, true)
-    if (!outcome.retryable || n >= max) throw fail(`${who} ${outcome.reason} after ${attemptsText(n)}`, n, outcome.retryable)
-    let wait = backoffDelay(n, ctx.random)
-    if (outcome.retryAfterMs != null) {
-      if (outcome.retryAfterMs > RETRY_AFTER_MAX_MS) {
-        throw fail(`${who} ${outcome.reason} and asked to wait ${formatMs(outcome.retryAfterMs)}, longer than the ${formatMs(RETRY_AFTER_MAX_MS)} a delivery waits, after ${attemptsText(n)}`, n, true)
-      }
-      wait = outcome.retryAfterMs
-    }
-    if (!(await pause(wait, ctx))) throw fail(`${who} was cancelled after ${attemptsText(n)}`, n, true)
-  }
+    if (outcome.ok) return { ok: true, value: { ok: true, attempts: n, detail: outcome.detail } }
+    return { ok: false, failure: outcome, retryable: outcome.retryable, retryAfterMs: outcome.retryAfterMs ?? null }
+  })
 }
 
 /** The default sleep: a real timer. */

@@ -2,7 +2,7 @@
 // a secret), a Slack incoming webhook, a Discord webhook and the Telegram Bot API. Each one builds
 // its request and judges the answer; the attempt loop, timeouts and retries are in attempts.ts.
 import type { Dispatcher } from 'undici'
-import type { ChannelType } from '../bundle-format.js'
+import type { ChannelType } from '../bundle/format.js'
 import { DeliveryError, failedAnswer, noAnswerOutcome, parseJson, post, runAttempts, shortText, type DeliveryResult, type HttpAnswer, type Outcome } from './attempts.js'
 import { signStandardWebhook } from './standard-webhooks.js'
 

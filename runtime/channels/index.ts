@@ -4,8 +4,8 @@
 // the channel and the reference, never a value.
 import { isAbsolute, resolve } from 'node:path'
 import type { Dispatcher } from 'undici'
-import type { BundleChannel, SecretSpec } from '../bundle-format.js'
-import { resolveSecretValue, SecretError } from '../secrets.js'
+import type { BundleChannel, SecretSpec } from '../bundle/format.js'
+import { resolveSecretValue, SecretError } from '../bundle/secrets.js'
 import { realSleep } from './attempts.js'
 import { FileChannel } from './file.js'
 import { DiscordChannel, SlackChannel, TelegramChannel, WebhookChannel, type Channel, type ChannelEnv, type HttpChannelSettings } from './http-channels.js'
@@ -13,7 +13,7 @@ import { webhookSecretKey } from './standard-webhooks.js'
 
 export { DeliveryError, type DeliveryResult } from './attempts.js'
 export type { Channel, Delivery, RunEvent } from './http-channels.js'
-export type { ChannelType } from '../bundle-format.js'
+export type { ChannelType } from '../bundle/format.js'
 export { verifyStandardWebhook, signStandardWebhook, webhookSecretKey, type HeaderBag, type VerifyResult } from './standard-webhooks.js'
 
 export interface ChannelOptions {

@@ -1,12 +1,16 @@
 // Who is calling and may they: the hook token (constant-time; an Authorization header before
 // x-hookgate-token), the client address in one canonical spelling (socket peer, or the right-most
 // untrusted X-Forwarded-For hop behind a trusted proxy) and the per-address lock-out after repeated
-// failures, bounded in memory (lockout.ts, re-exported here).
-import { hash as hashOnce, timingSafeEqual } from 'node:crypto'
+// failures, bounded in memory (lockout.ts, re-exported here). The refusals a request gets from them
+// are in refusals.ts.
+import { timingSafeEqual } from 'node:crypto'
 import { BlockList, isIP } from 'node:net'
 import type { IncomingHttpHeaders } from 'node:http'
 
 export { AuthLimiter, type LimiterSettings } from './lockout.js'
+// the digest tokens are kept and compared as (it is made where secrets are resolved)
+import { tokenDigest } from '../bundle/secrets.js'
+export { tokenDigest }
 
 export const TOKEN_HEADER = 'x-hookgate-token'
 
@@ -27,11 +31,6 @@ export function presentedToken(headers: IncomingHttpHeaders): string | undefined
   if (auth !== undefined) return BEARER.exec(auth)?.[1]
   const h = headers[TOKEN_HEADER]
   return typeof h === 'string' && h.length > 0 ? h : undefined
-}
-
-export function tokenDigest(token: string): Buffer {
-  // the one-shot hash (Node 20.12+) costs a fraction of a Hash object's setup
-  return hashOnce('sha256', token, 'buffer')
 }
 
 /** Compares digests, so the time taken says nothing about the token's length or content. */

@@ -1,17 +1,18 @@
 // Sender signatures: each scheme's check of the raw body as received, one function per scheme, all
 // of one shape (keys, settings, headers, body, now → the delivery id, or why it failed); the keys
 // resolved once per load (a whsec_/whpk_ value that does not decode fails the start, naming its
-// reference); the delivery id a repeat is recognised by; and the payload a verified delivery's
-// mapping reads (GitHub's form deliveries unwrapped). Every comparison is timingSafeEqual on
+// reference); the delivery id a repeat is recognised by; the payload a verified delivery's mapping
+// reads (GitHub's form deliveries unwrapped); and the handshakes answered without a run (Slack's
+// url_verification, GitHub's ping). Every comparison is timingSafeEqual on
 // equal-length buffers; a failure's reason names the part that failed, never a secret or an
 // expected value.
 import { createHmac, createPublicKey, randomBytes, timingSafeEqual, verify as verifySignature, type KeyObject } from 'node:crypto'
 import { join } from 'node:path'
-import type { IncomingHttpHeaders } from 'node:http'
-import type { BundleRoute, BundleSignature, SecretSpec, SignatureScheme } from '../bundle-format.js'
-import { generatedSecret, resolveSecretValue, SecretError } from '../secrets.js'
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
+import type { BundleRoute, BundleSignature, SecretSpec, SignatureScheme } from '../bundle/format.js'
+import { generatedSecret, resolveSecretValue, SecretError } from '../bundle/secrets.js'
 import { parseBody } from './body.js'
-import { HttpError } from './errors.js'
+import { HttpError, sendJson } from './errors.js'
 
 /** A signature block with its secrets resolved: HMAC keys as bytes, Ed25519 public keys (standard-webhooks v1a). */
 export interface PreparedSignature {
@@ -262,6 +263,27 @@ export function slackChallenge(payload: unknown): string | undefined {
   if (stringField(payload, 'type') !== 'url_verification') return undefined
   const c = stringField(payload, 'challenge')
   return c !== undefined && c.length <= 1024 ? c : ''
+}
+
+/**
+ * Provider handshakes that start no run, answered once the signature checked: Slack's
+ * url_verification gets its challenge back as JSON, GitHub's ping gets 200 (unless answerPing is
+ * off). The status answered, or undefined when the delivery is no handshake.
+ */
+export function answerHandshake(res: ServerResponse, signature: PreparedSignature, headers: IncomingHttpHeaders, payload: unknown): number | undefined {
+  const scheme = signature.spec.scheme
+  if (scheme === 'slack') {
+    const challenge = slackChallenge(payload)
+    if (challenge === undefined) return undefined
+    if (challenge === '') throw new HttpError(400, 'invalid_challenge', 'a url_verification request needs a challenge string of at most 1024 characters')
+    sendJson(res, 200, { challenge })
+    return 200
+  }
+  if (scheme === 'github' && signature.spec.answerPing && headers['x-github-event'] === 'ping') {
+    sendJson(res, 200, { ok: true, ping: true })
+    return 200
+  }
+  return undefined
 }
 
 // ---- helpers -------------------------------------------------------------------------------------

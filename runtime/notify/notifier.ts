@@ -4,9 +4,8 @@
 // notifications arrive in order, delivers through the same channels (and retries) as replies, and
 // records each outcome on the run's row. A notification never changes a run's status and never
 // holds up the run: the run's own writes do not wait for a delivery.
-import type { BundleConfig, BundleRoute } from '../bundle-format.js'
-import type { Deliverer } from '../agents/engine.js'
-import type { Route } from '../agents/session.js'
+import type { BundleConfig, BundleRoute } from '../bundle/format.js'
+import type { Deliverer, Route } from '../channels/deliverer.js'
 import { isFinalStatus, type RunNotification, type RunRow, type RunStatus } from '../store/store.js'
 
 export type NotifyPolicy = 'silent' | 'done' | 'state'

@@ -6,7 +6,7 @@
 // hour) whose wall time falls in a skipped hour runs once at the first instant after the gap, and in
 // a repeated hour runs only at the first of the two instants; a job with `*` in its minute or hour
 // runs by the wall clock as it is (nothing in a skipped hour, both times through a repeated hour).
-import type { BundleSchedule } from '../bundle-format.js'
+import type { BundleSchedule } from '../bundle/format.js'
 
 const MINUTE = 60_000
 /** enough steps for any schedule the compiler lets through (Feb 29 on a weekday takes the longest) */

@@ -3,7 +3,7 @@
 // the (task, slot) in the same durable write as the run row, so a reload, a restart or a second
 // timer never fires one slot twice. One timer, set for the nearest slot of any task and set again
 // after each firing and on reload; nothing polls.
-import type { BundleTask } from '../bundle-format.js'
+import type { BundleTask } from '../bundle/format.js'
 import { slotClock, type SlotClock } from './cron.js'
 
 /** setTimeout's ceiling: a later slot is reached by waking early and setting the timer again. */

@@ -3,15 +3,13 @@
 import { FileStore, type FileStoreOptions } from './file/index.js'
 import { FileHistory } from './file/history.js'
 import { Journal, type FlushEvent } from './file/journal.js'
-import { RunStore } from './file/runs.js'
+import { RunMirror } from './run-log.js'
 import type { HistoryReader, RunAction, RunStatus, Store } from './store.js'
 
-// The state directory's lock: one server per state directory (the Gmail helper locks its own too).
-export { acquireStateLock, type StateLock } from './file/state-lock.js'
-// The history defaults the compiler writes into a bundle's server.history.
-export { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES } from './file/runs.js'
-import type { BundleConfig, BundleStore } from '../bundle-format.js'
-import { resolveSecretValue, SecretError } from '../secrets.js'
+// The state directory's lock (runtime/lib/state-lock.ts): one server per state directory.
+export { acquireStateLock, type StateLock } from '../lib/state-lock.js'
+import type { BundleConfig, BundleStore } from '../bundle/format.js'
+import { resolveSecretValue, SecretError } from '../bundle/secrets.js'
 
 /** The file store's options, and server.store's timings, which only a PostgreSQL store uses. */
 export type StoreOptions = FileStoreOptions & { hostTtlMs?: number; sweepMs?: number; maxConnections?: number }
@@ -51,7 +49,8 @@ export function openStore(stateDir: string, options: StoreOptions = {}): Store {
 
 /**
  * The store `spec` names: a postgres:// URL (its client loaded now, its schema brought up to date),
- * else the file store in `stateDir`.
+ * else the file store in `stateDir`. A PostgreSQL store's background loops (`store.duties`) are left
+ * for the caller to start: the runtime's supervisor starts each in its place.
  */
 export async function connectStore(spec: string, stateDir: string, options: StoreOptions = {}, warn?: (message: string) => void): Promise<Store> {
   if (!isPostgresUrl(spec)) return openStore(stateDir, options)
@@ -65,6 +64,7 @@ export async function connectStore(spec: string, stateDir: string, options: Stor
       ...(options.sweepMs !== undefined ? { sweepMs: options.sweepMs } : {}),
       ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
       ...(warn ? { warn } : {}),
+      supervised: true,
     })
   } catch (err) {
     // the URL may carry a password: the error names the store without it
@@ -94,10 +94,13 @@ export function openHistory(stateDir: string, url?: string): HistoryReader {
   }
 }
 
-/** What the metrics count of the store: every flush of a log, every status a run enters once durable. */
+/**
+ * What the metrics count of the stores: every flush of a file log, and every status a run enters
+ * once durable, on either store (the run log above both drivers tells it: run-log.ts).
+ */
 export function observeStore(hooks: { onFlush?: (e: FlushEvent) => void; onDurable?: (action: RunAction, status: RunStatus) => void }): void {
   Journal.onFlush = hooks.onFlush
-  RunStore.onDurable = hooks.onDurable
+  RunMirror.onDurable = hooks.onDurable
 }
 
 /** Whether `spec` names a PostgreSQL store (postgres:// or postgresql://). */

@@ -7,7 +7,7 @@
 // becomes a flood of writes. Where the records go is the store's (a file, a table).
 import { randomBytes } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
-import { isJwtValue, isSecretHeader } from '../template-helpers.js'
+import { isJwtValue, isSecretHeader } from '../bundle/template-helpers.js'
 import type { RefusalRecorder, RejectRecord } from './store.js'
 
 /** buckets held in memory at once; the oldest is written and dropped to make room */

@@ -6,6 +6,8 @@
 //
 // A store's promise is the same whichever it is: a write resolves only once it is durable, so a
 // request is answered only after its run is on disk (or committed), and memory changes only after.
+// Over 400 lines because it is the whole contract between the store and everything above it: the
+// rows' types and their rules, the logs, the history reader; each part is short.
 import type { IncomingHttpHeaders } from 'node:http'
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out' | 'skipped'
@@ -372,6 +374,32 @@ export interface SessionKeyLocks {
 /** Runs another runtime left unfinished, claimed by this one, with their transcript records. */
 export type TakeoverListener = (runs: RunRow[], transcripts: object[]) => void
 
+/**
+ * A loop a store runs in the background, as the runtime's supervisor starts and stops it: the
+ * shape of a duty (runtime/duties/duty.ts), which the store does not import. start() is done when
+ * it returns; stop() resolves once the loop's last round has ended.
+ */
+export interface StoreDuty {
+  readonly name: string
+  start(): void
+  stop(): Promise<void>
+  health(): { ok: true } | { ok: false; reason: string }
+}
+
+/**
+ * The background loops a store needs beside it, by what each is for, so that the runtime starts
+ * each in its place among its other duties (runtime/serve/duties.ts) and stops them before it
+ * closes the store. A store opened without a supervisor (a tool, a test) runs them itself.
+ */
+export interface StoreDuties {
+  /** deletes the history past its bounds, now and then */
+  retention?: StoreDuty
+  /** holds and renews the leases of the main sessions this runtime serves, and pulls what others queued */
+  sessionOwnership?: StoreDuty
+  /** takes over a dead runtime's unfinished runs (onTakeover's listener resumes them) and ends wakes nobody will read */
+  takeoverSweep?: StoreDuty
+}
+
 /** One state: the runs and the record logs beside them. */
 export interface Store {
   readonly kind: 'file' | 'postgres'
@@ -382,6 +410,8 @@ export interface Store {
   readonly sessionKeys?: SessionKeyLocks
   /** several runtimes on one store: told of the runs this one takes over from a dead one, to resume them */
   onTakeover?(listener: TakeoverListener): void
+  /** its background loops, for the runtime's supervisor to start and stop; absent: it has none */
+  readonly duties?: StoreDuties
   /** several runtimes on one store: per task id, the latest slot any of them fired (the scheduler's catch-up) */
   lastFiredSlots?(): Promise<Map<string, number>>
   /**

@@ -10,7 +10,7 @@ import { extname } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { DefaultSerializer } from 'node:v8'
-import { WORKER_MODULE } from '../bundle-format.js'
+import { WORKER_MODULE } from '../bundle/format.js'
 
 /** How often each child's memory is read; what a transform allocates within one interval is the cap's slack. */
 export const MEMORY_SAMPLE_MS = 10

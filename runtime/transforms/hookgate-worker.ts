@@ -22,7 +22,7 @@ import { Socket } from 'node:net'
 import os from 'node:os'
 import traceEvents from 'node:trace_events'
 import v8, { deserialize, serialize } from 'node:v8'
-import type { TransformInput, TransformsModule } from '../bundle-format.js'
+import type { TransformInput, TransformsModule } from '../bundle/format.js'
 
 /** The most a transform may return: bytes as serialized, and values (array elements, object members) counted. */
 export const MAX_OUTPUT_BYTES = 1024 * 1024

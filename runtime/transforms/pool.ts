@@ -23,9 +23,9 @@
 import { deserialize } from 'node:v8'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { Fifo } from '../fifo.js'
-import type { BundleRoute, TransformInput } from '../bundle-format.js'
-import type { LoadedBundle } from '../bundle.js'
+import { Fifo } from '../lib/fifo.js'
+import type { BundleRoute, TransformInput } from '../bundle/format.js'
+import type { LoadedBundle } from '../bundle/load.js'
 import { ANSWER, boundedLine, Child, realpath, type ChildSpec } from './child.js'
 
 export { MEMORY_SAMPLE_MS } from './child.js'

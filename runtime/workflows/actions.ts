@@ -1,11 +1,13 @@
 // What each kind of workflow step does, built from the narrow functions the engine hands over
 // (a model turn, the main session's queue, the channels, the transform workers), so that the engine
 // only wires and the runner only orders.
-import type { BundleRoute } from '../bundle-format.js'
+import type { BundleRoute } from '../bundle/format.js'
+import { pause } from '../lib/retry.js'
 import { StepTimeout, type StepActions } from './runner.js'
 
 export interface StepWiring {
-  complete(agentId: string, message: string, timeoutSeconds: number): Promise<{ text: string }>
+  /** an agent step's model turn; `origin.external`: the message is wrapped in the safety envelope first */
+  complete(agentId: string, message: string, timeoutSeconds: number, origin: { external: boolean; source: string }): Promise<{ text: string }>
   /** the turn's own deadline passed (the step ends timed_out, not failed) */
   isTurnTimeout(err: unknown): boolean
   queueEvent(agentId: string, event: { id: string; runId: string; text: string; external: boolean; source: string }): Promise<void>
@@ -18,7 +20,7 @@ export interface StepWiring {
 
 export function createStepActions(w: StepWiring): StepActions {
   return {
-    agent: (agentId, message, timeoutSeconds) => w.complete(agentId, message, timeoutSeconds)
+    agent: (agentId, message, timeoutSeconds, _signal, origin) => w.complete(agentId, message, timeoutSeconds, origin)
       .catch((err: Error) => { throw w.isTurnTimeout(err) ? new StepTimeout(err.message) : err }),
     wake: async (agentId, eventId, text, origin) => {
       await w.queueEvent(agentId, { id: eventId, runId: '', text, external: origin.external, source: origin.source })
@@ -35,11 +37,7 @@ export function createStepActions(w: StepWiring): StepActions {
       if (!channel) throw new Error(`channel "${channelId}" is not configured`)
       return channel.deliver(d, signal)
     },
-    sleep: (ms, signal) => new Promise<boolean>((resolve) => {
-      if (signal.aborted) return resolve(false)
-      const timer = setTimeout(() => { signal.removeEventListener('abort', stop); resolve(true) }, ms)
-      const stop = () => { clearTimeout(timer); resolve(false) }
-      signal.addEventListener('abort', stop, { once: true })
-    }),
+    // a step's retry wait, ended early (false) when the runner stops
+    sleep: (ms, signal) => pause(ms, signal),
   }
 }

@@ -1,11 +1,11 @@
 // The call of an http workflow step, through undici (loaded on first use): secret headers added to
 // the rendered ones, the answer read up to a limit, a JSON answer parsed, and what becomes the
 // step's output (status, headers, body). Cookies an answer sets are not kept in the history.
-// The URL is checked against the step's scope (step-url.ts) just before the call: the secret headers
+// The URL is checked against the step's scope (runtime/bundle/step-url.ts) just before the call: the secret headers
 // go only where the config fixed them. Redirects are not followed (undici's request does not).
-import { loadUndici } from '../undici.js'
+import { loadUndici } from '../lib/undici.js'
 import type { StepActions } from './runner.js'
-import { scopedStepUrl, StepUrlRefused } from './step-url.js'
+import { scopedStepUrl, StepUrlRefused } from '../bundle/step-url.js'
 
 /** The most of an answer's body a step reads; a longer answer fails the step. */
 export const HTTP_STEP_BODY_LIMIT = 1024 * 1024

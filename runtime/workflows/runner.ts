@@ -5,10 +5,9 @@
 // It is handed narrow functions (StepStore, StepActions), never the store, so a test can run it
 // over in-memory fakes.
 import { randomUUID } from 'node:crypto'
-import type { BundleWorkflow, BundleWorkflowStep, RenderContext } from '../bundle-format.js'
+import type { BundleWorkflow, BundleWorkflowStep, RenderContext } from '../bundle/format.js'
 import type { NewRun, RunRow, RunStatus, TransitionExtra } from '../store/store.js'
-import { templateHelpers } from '../template-helpers.js'
-import { wrapExternalContent } from '../envelope.js'
+import { templateHelpers } from '../bundle/template-helpers.js'
 
 /** What the runner writes and reads of the run history. */
 export interface StepStore {
@@ -33,7 +32,8 @@ export interface WorkflowRequest {
 
 /** What each step kind does; every call gets the step's deadline as an AbortSignal. */
 export interface StepActions {
-  agent(agentId: string, message: string, timeoutSeconds: number, signal: AbortSignal): Promise<{ text: string }>
+  /** `origin`: an external request's text is wrapped in the safety envelope by the engine before the model reads it */
+  agent(agentId: string, message: string, timeoutSeconds: number, signal: AbortSignal, origin: { external: boolean; source: string }): Promise<{ text: string }>
   wake(agentId: string, eventId: string, text: string, origin: { external: boolean; source: string }): Promise<void>
   /** `scope`: the url's literal text before its first placeholder, which the call must stay in (null: a bundle from before it was emitted) */
   http(call: { method: string; url: string; scope: string | null; headers: Record<string, string>; body: string | null; stepKey: string }, signal: AbortSignal): Promise<{ status: number; headers: Record<string, string>; body: unknown }>
@@ -167,9 +167,7 @@ export class WorkflowRunner {
     const render = (field: keyof BundleWorkflowStep['render']): string | undefined => step.render[field]?.(ctx, templateHelpers)
     switch (step.action) {
       case 'agent': {
-        const text = render('message') ?? ''
-        const content = req.external ? wrapExternalContent(text, { source: req.source }) : text
-        const r = await this.actions.agent(agentId, content, step.timeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS.agent, signal)
+        const r = await this.actions.agent(agentId, render('message') ?? '', step.timeoutSeconds ?? DEFAULT_STEP_TIMEOUT_SECONDS.agent, signal, { external: req.external, source: req.source })
         return { text: r.text }
       }
       case 'wake':

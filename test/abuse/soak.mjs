@@ -42,7 +42,7 @@ const RSS_BOUND_MIB = number('rss-bound-mib', 50, 100_000)
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const bin = join(root, 'bin', 'hookgate.js')
-if (!existsSync(join(root, 'build', 'runtime', 'cli.js'))) {
+if (!existsSync(join(root, 'build', 'cli', 'verbs', 'serve.js'))) {
   process.stderr.write('soak: build/ is missing; run `node scripts/build.mjs` first\n')
   process.exit(2)
 }

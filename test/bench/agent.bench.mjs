@@ -28,7 +28,7 @@ process.on('exit', cleanup)
 process.on('SIGINT', () => process.exit(130))
 
 // room for every call of the run: it measures accepting, not backpressure (503 past maxPendingRuns)
-writeFileSync(join(dir, 'hooks.yaml'), `server: { concurrency: 32, maxPendingRuns: 500000 }
+writeFileSync(join(dir, 'hooks.yaml'), `server: { concurrency: 32, maxPendingRuns: 500000, maxPendingBytes: 17179869184 }
 hooks:
   enabled: true
   token: \${HOOKGATE_TOKEN}

@@ -69,7 +69,7 @@ async function measure(name) {
   if (typeof global.gc !== 'function') throw new Error('run with --expose-gc')
   const scenario = SCENARIOS[name]
   if (!scenario) throw new Error(`no scenario "${name}"`)
-  const { startService } = await import(join(root, 'build', 'runtime', 'service.js'))
+  const { startService } = await import(join(root, 'build', 'runtime', 'serve', 'service.js'))
   // the model: reads each request and never answers
   const model = createServer((req) => { req.resume() })
   await new Promise((resolve) => model.listen(0, '127.0.0.1', resolve))

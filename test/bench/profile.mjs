@@ -49,7 +49,7 @@ if (BARE.includes(values.path)) {
   mkdirSync(dir)
   writeFileSync(join(dir, 'hooks.yaml'), [
     // as the bench's agent row runs: turns 32 at a time, a backlog that never refuses
-    ...(values.path === 'agent' ? ['server:', '  concurrency: 32', '  maxPendingRuns: 500000'] : []),
+    ...(values.path === 'agent' ? ['server:', '  concurrency: 32', '  maxPendingRuns: 500000', '  maxPendingBytes: 17179869184'] : []),
     'hooks:', '  enabled: true', '  token: ${HOOKGATE_TOKEN}', '  path: /hooks', '  mappings:',
     '    - id: bench', '      match: { path: bench }', '      action: wake', '      textTemplate: "{{payload.event}} from {{headers.x-source}} at {{now}}"',
     'agents:', '  - id: main', '    default: true', '    model: builtin/echo', '    heartbeat: { every: "off" }', '',

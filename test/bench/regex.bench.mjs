@@ -42,13 +42,13 @@ const BODY_LIMIT = 262144
 const TEXT = BODY_LIMIT - JSON.stringify({ title: '' }).length
 
 const { RE2JS } = await import('re2js')
-const { MATCH_WORK_BUDGET } = await import(pathToFileURL(join(root, 'build/runtime/conditions.js')).href)
+const { MATCH_WORK_BUDGET } = await import(pathToFileURL(join(root, 'build/runtime/bundle/conditions.js')).href)
 const { checkPattern } = await import(pathToFileURL(join(root, 'build/compiler/regex-safety.js')).href)
-const { patternCompilerOf } = await import(pathToFileURL(join(root, 'build/runtime/regex.js')).href)
+const { patternCompilerOf } = await import(pathToFileURL(join(root, 'build/runtime/bundle/regex.js')).href)
 const compilePattern = patternCompilerOf(RE2JS)
 /** the machine's 1-minute load average when the run started: on a shared 2-core machine, read the wall times with it */
 const loadAtStart = os.loadavg()[0]
-/** what one request's patterns may cost over a 256 KiB text: the work budget (runtime/conditions.ts), or --instructions to try another */
+/** what one request's patterns may cost over a 256 KiB text: the work budget (runtime/bundle/conditions.ts), or --instructions to try another */
 const allowed = values.instructions === undefined ? Math.floor(MATCH_WORK_BUDGET / BODY_LIMIT) : number('instructions', 3, 10_000)
 
 /** Deterministic text of `n` characters drawn from `alphabet`. */

@@ -153,6 +153,7 @@ function compareYaml(withTransform) {
     'server:',
     '  concurrency: 32',
     '  maxPendingRuns: 500000',
+    '  maxPendingBytes: 17179869184',
     'hooks:',
     '  enabled: true',
     '  token: ${HOOKGATE_TOKEN}',
@@ -489,7 +490,7 @@ function printCompare(c, opts) {
     'bare node:http, 401 path: a bare server that checks the Bearer token before the body, reads no body and answers 401 JSON; the same wrong token as the 401/429 row.',
     ...(auth ? [`401/429 traffic: a wrong Bearer token from 127.0.0.1 to /hooks/wake with the default lock-out (20 failures, then 429 for 60 s): ${fmtInt(auth.statusCodes[401] ?? 0)} × 401, ${fmtInt(auth.statusCodes[429] ?? 0)} × 429 in the measured runs; to a request asking for keep-alive the server answered "connection: ${auth.probeConnection ?? '(none)'}"${auth.probeConnection === 'close' ? ', so every one of these requests opens a new connection' : ' (the connection is kept)'}.`] : []),
     ...printPostgresNotes(c),
-    ...(agent ? [`agent call: ${fmtInt(agent.expectedCount)} × 202 in the measured runs; at the last stop (1 s grace) runs.jsonl held ${fmtInt(agent.disk?.rows)} runs, ${fmtInt(agent.disk?.succeeded)} succeeded (the echo turns run after the 202, server.concurrency = 32 at a time, with maxPendingRuns 500,000 so backpressure does not answer for the row; the rest resume at the next start).`] : []),
+    ...(agent ? [`agent call: ${fmtInt(agent.expectedCount)} × 202 in the measured runs; at the last stop (1 s grace) runs.jsonl held ${fmtInt(agent.disk?.rows)} runs, ${fmtInt(agent.disk?.succeeded)} succeeded (the echo turns run after the 202, server.concurrency = 32 at a time, with maxPendingRuns 500,000 and maxPendingBytes 16 GiB so backpressure does not answer for the row; the rest resume at the next start).`] : []),
     'mapped path, template: /hooks/bench, a wake whose textTemplate reads a payload field, a header and {{now}}; mapped path, transform: /hooks/xform, a wake whose TypeScript transform returns { text }, run in the transform processes (its bundle is the only one with a transform, so only this row carries them; their CPU counts as the server\'s).',
     'RSS idle: after the start and one GET, before the probe request; RSS peak: sampled every 200 ms during the measured run (it includes the runs the server holds in memory, and garbage not yet collected).',
   ]

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { repoRoot } from '../helpers/paths.js'
-import { FORMAT_VERSION } from '../../runtime/bundle-format.js'
+import { FORMAT_VERSION } from '../../runtime/bundle/format.js'
 import { describeRun, hookgate, scratchDir, startIn, stdoutJson } from './cli-helpers.js'
 
 interface JsonDiagnostic {
@@ -367,7 +367,7 @@ usage('exits 2 for --max-errors 0 and says what --max-errors takes', async () =>
   assert.not.ok(existsSync(join(maxErrors0.dir, 'dist')), 'a usage error still compiled')
 })
 
-// Regression: compiler/cli.ts prints the usage line after every other compile usage error, but not after
+// Regression: the compile command (now cli/verbs/compile.ts) prints the usage line after every other compile usage error, but not after
 // the --max-errors one.
 usage('prints the compile usage on stderr for --max-errors 0 like for every other usage error', async () => {
   const r = await maxErrors0.result

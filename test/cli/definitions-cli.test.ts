@@ -3,7 +3,7 @@
 // edit prints file:line:col findings and changes nothing on disk.
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
-import { BUNDLE_FILE } from '../../runtime/bundle-format.js'
+import { BUNDLE_FILE } from '../../runtime/bundle/format.js'
 import { mountSmallDisk } from '../helpers/full-disk.js'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'

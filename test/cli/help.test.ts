@@ -1,4 +1,4 @@
-// The command line is one table (runtime/commands.ts): every command and group in it answers
+// The command line is one table (cli/commands.ts): every command and group in it answers
 // --help and -h on stdout with exit 0 listing all its flags, refuses an unknown flag with exit 2
 // and its usage on stderr, and `hookgate --version` / `-v` print the package's version. The
 // commands are walked from the table, so a command added to it is covered without a new test.
@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { COMMANDS, commandGroups, synopsis, usageLine } from '../../runtime/commands.js'
+import { COMMANDS, commandGroups, synopsis, usageLine } from '../../cli/commands.js'
 import { repoRoot } from '../helpers/paths.js'
 import { describeRun, hookgate, scratchDir, type CliResult } from './cli-helpers.js'
 

@@ -7,10 +7,12 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore, type RunRow } from '../../runtime/store/file/runs.js'
+import type { RunRow } from '../../runtime/store/store.js'
+import { readRows } from '../helpers/history.js'
 import { assertError, assertOk, compileProject, post, recompile, rowOf, runReaches, send, setTestToken, spawnServe, type Project, type ServeProcess } from '../runtime/http/harness.js'
 import { describeRun, hookgate, runNode, stdoutJson, type CliResult } from './cli-helpers.js'
 import { hookgateBin } from '../helpers/paths.js'
+import { storeArgs } from '../helpers/stores.js'
 
 const TOKEN = setTestToken()
 process.env.HOOKGATE_TEST_GH_SECRET = 'gh-replay-secret'
@@ -61,25 +63,25 @@ replay.after(async (ctx) => {
 
 const cli = (ctx: Ctx, args: string[]): Promise<CliResult> => hookgate(args, { cwd: ctx.project.dir })
 const replayCli = (ctx: Ctx, id: string, more: string[] = []): Promise<CliResult> =>
-  cli(ctx, ['runs', 'replay', id, '--state', ctx.project.stateDir, '--url', ctx.server.origin, '--token-file', ctx.tokenFile, ...more])
-const show = async (ctx: Ctx, id: string) => stdoutJson<{ run: RunRow; steps: RunRow[]; correlated: RunRow[]; replays: RunRow[] }>(await cli(ctx, ['runs', 'show', id, '--state', ctx.project.stateDir, '--json']))
+  cli(ctx, ['runs', 'replay', id, '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir), '--url', ctx.server.origin, '--token-file', ctx.tokenFile, ...more])
+const show = async (ctx: Ctx, id: string) => stdoutJson<{ run: RunRow; steps: RunRow[]; correlated: RunRow[]; replays: RunRow[] }>(await cli(ctx, ['runs', 'show', id, '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir), '--json']))
 /** The newest row on disk that passes `test`. */
-const newest = (ctx: Ctx, test: (r: RunRow) => boolean): RunRow | undefined => RunStore.readRows(ctx.project.stateDir).find(test)
+const newest = async (ctx: Ctx, test: (r: RunRow) => boolean): Promise<RunRow | undefined> => (await readRows(ctx.project.stateDir)).find(test)
 
 replay('a run whose transform threw is stored with the request as it arrived, secret headers redacted', async (ctx) => {
   const correlation = `corr-${randomUUID()}`
   assertError(await post(ctx.server.origin, '/hooks/orders?region=eu', TOKEN, { id: 41 }, { 'x-correlation-id': correlation, 'x-order-source': 'shop' }), 500, 'transform_failed')
   assertError(await post(ctx.server.origin, '/hooks/orders', TOKEN, { id: 40 }, { 'x-correlation-id': correlation }), 500, 'transform_failed')
-  const failed = newest(ctx, (r) => r.definitionId === 'orders' && (r.received?.payload as { id?: number })?.id === 41)
+  const failed = await newest(ctx, (r) => r.definitionId === 'orders' && (r.received?.payload as { id?: number })?.id === 41)
   assert.ok(failed, 'the failed run has a row with its received request')
   assert.is(failed!.status, 'failed')
   assert.equal(failed!.received!.path, '/hooks/orders')
   assert.equal(failed!.received!.query, { region: 'eu' })
   assert.is(failed!.received!.headers['x-order-source'], 'shop')
   assert.is(failed!.received!.headers.authorization, '[redacted]', 'the token never reaches the disk')
-  assert.not.match(JSON.stringify(RunStore.readRows(ctx.project.stateDir)), TOKEN)
+  assert.not.match(JSON.stringify(await readRows(ctx.project.stateDir)), TOKEN)
   ctx.failed = failed!.id
-  ctx.sibling = newest(ctx, (r) => r.correlationId === correlation && r.id !== failed!.id)!.id
+  ctx.sibling = (await newest(ctx, (r) => r.correlationId === correlation && r.id !== failed!.id))!.id
 })
 
 replay('runs show lists the run\'s row and the runs sharing its correlation id', async (ctx) => {
@@ -89,7 +91,7 @@ replay('runs show lists the run\'s row and the runs sharing its correlation id',
   assert.equal(shown.run.received?.payload, { id: 41 })
   assert.equal(shown.correlated.map((r) => r.id), [ctx.sibling])
   assert.equal(shown.steps, [])
-  const text = await cli(ctx, ['runs', 'show', ctx.failed, '--state', ctx.project.stateDir])
+  const text = await cli(ctx, ['runs', 'show', ctx.failed, '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir)])
   assert.is(text.code, 0, describeRun(text))
   assert.match(text.stdout, new RegExp(`^id\\s+${ctx.failed}$`, 'm'))
   assert.match(text.stdout, /^error\s+transform of mapping "orders" failed: Error: orders transform not finished$/m)
@@ -99,7 +101,7 @@ replay('runs show lists the run\'s row and the runs sharing its correlation id',
 })
 
 replay('runs show and runs replay exit 1 for an unknown run id', async (ctx) => {
-  for (const sub of [['runs', 'show', 'no-such-run', '--state', ctx.project.stateDir], ['runs', 'replay', 'no-such-run', '--state', ctx.project.stateDir, '--url', ctx.server.origin, '--token-file', ctx.tokenFile]]) {
+  for (const sub of [['runs', 'show', 'no-such-run', '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir)], ['runs', 'replay', 'no-such-run', '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir), '--url', ctx.server.origin, '--token-file', ctx.tokenFile]]) {
     const r = await cli(ctx, sub)
     assert.is(r.code, 1, describeRun(r))
     assert.match(r.stderr, 'no run with id no-such-run')
@@ -119,12 +121,12 @@ replay('a failed run replayed after its transform is fixed and recompiled succee
   const row = await runReaches(ctx.project.stateDir, answer.runId, 'succeeded')
   assert.is(row.replayOf, ctx.failed)
   assert.is(row.definitionId, 'orders')
-  assert.not.ok(row.correlationId === rowOf(ctx.project.stateDir, ctx.failed)!.correlationId, 'a replay is a new request with its own correlation id')
+  assert.not.ok(row.correlationId === (await rowOf(ctx.project.stateDir, ctx.failed))!.correlationId, 'a replay is a new request with its own correlation id')
   assert.equal(row.received!.payload, { id: 41 })
   assert.equal(row.received!.query, { region: 'eu' }, 'the query is sent again')
   assert.is(row.received!.headers['x-order-source'], 'shop', 'stored headers are sent again')
   assert.is((row.request as { text?: string }).text, 'order 41')
-  assert.is(rowOf(ctx.project.stateDir, ctx.failed)!.status, 'failed', 'the original stays as it was')
+  assert.is((await rowOf(ctx.project.stateDir, ctx.failed))!.status, 'failed', 'the original stays as it was')
   assert.equal((await show(ctx, ctx.failed)).replays.map((x) => x.id), [answer.runId])
 })
 
@@ -139,7 +141,7 @@ replay('a replay with --payload sends the edited payload instead of the stored o
 })
 
 replay('the token can come from HOOKGATE_TOKEN, and a wrong one is refused with exit 1', async (ctx) => {
-  const args = [hookgateBin, 'runs', 'replay', ctx.failed, '--state', ctx.project.stateDir, '--url', ctx.server.origin]
+  const args = [hookgateBin, 'runs', 'replay', ctx.failed, '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir), '--url', ctx.server.origin]
   const good = await runNode(args, { cwd: ctx.project.dir, env: { ...process.env, HOOKGATE_TOKEN: TOKEN } })
   assert.is(good.code, 0, describeRun(good))
   const bad = await runNode(args, { cwd: ctx.project.dir, env: { ...process.env, HOOKGATE_TOKEN: 'not-the-token' } })
@@ -183,11 +185,11 @@ replay('a fan-out\'s later run, whose row names the run holding the request, is 
   const body = { events: [{ n: 1 }, { n: 2 }, { n: 3 }], note: 'stored once' }
   const first = (await post(ctx.server.origin, '/hooks/batch', TOKEN, body)).json as { runIds: string[] }
   const last = first.runIds[2]!
-  assert.is(rowOf(ctx.project.stateDir, last)!.received, undefined, 'the request is kept in the first run\'s row only')
+  assert.is((await rowOf(ctx.project.stateDir, last))!.received, undefined, 'the request is kept in the first run\'s row only')
   const shown = await show(ctx, last)
   assert.equal(shown.run.received?.payload, body)
   assert.is(shown.run.receivedIn, undefined, 'shown where it is read')
-  const text = await cli(ctx, ['runs', 'show', last, '--state', ctx.project.stateDir])
+  const text = await cli(ctx, ['runs', 'show', last, '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir)])
   assert.match(text.stdout, `hookgate runs replay ${last}`)
   const r = await replayCli(ctx, last)
   assert.is(r.code, 0, describeRun(r))
@@ -198,7 +200,7 @@ replay('a fan-out\'s later run, whose row names the run holding the request, is 
 })
 
 replay('runs filters through the real CLI: only the failed orders runs', async (ctx) => {
-  const r = await cli(ctx, ['runs', '--state', ctx.project.stateDir, '--json', '--kind', 'hook', '--status', 'failed', '--definition', 'orders', '--since', '1h'])
+  const r = await cli(ctx, ['runs', '--state', ctx.project.stateDir, ...storeArgs(ctx.project.stateDir), '--json', '--kind', 'hook', '--status', 'failed', '--definition', 'orders', '--since', '1h'])
   assert.is(r.code, 0, describeRun(r))
   assert.equal(stdoutJson<RunRow[]>(r).map((x) => x.id).sort(), [ctx.failed, ctx.sibling].sort())
 })

@@ -8,7 +8,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statS
 import { dirname, join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { STANDALONE_FILE, WORKER_MODULE } from '../../runtime/bundle-format.js'
+import { STANDALONE_FILE, WORKER_MODULE } from '../../runtime/bundle/format.js'
 import { STANDALONE_PG_FILE, STANDALONE_RE2_FILE } from '../../compiler/standalone.js'
 import { startPostgres } from '../helpers/pg.js'
 import { tempDir } from '../helpers/paths.js'
@@ -91,7 +91,7 @@ emitted('bundles the runtime and undici only: no compiler module or compile-time
   // esbuild heads each module it bundles with a comment naming its path
   const modules = [...text.matchAll(/^\/\/ (\S+\.[cm]?js)$/gm)].map((m) => m[1]!)
   assert.ok(modules.some((m) => m.includes('node_modules/undici/')), 'undici is bundled')
-  assert.ok(modules.some((m) => m.endsWith('runtime/service.js')), 'the runtime is bundled')
+  assert.ok(modules.some((m) => m.endsWith('runtime/serve/service.js')), 'the runtime is bundled')
   assert.equal(modules.filter((m) => /node_modules\/(yaml|typebox|esbuild)\/|(^|\/)compiler\//.test(m)), [])
   // the PostgreSQL client is in its own file, parsed only by a runtime on a postgres:// store
   assert.equal(modules.filter((m) => /node_modules\/pg[-/]/.test(m)), [])

@@ -10,7 +10,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { acquireStateLock, LOCK_FILE } from '../../runtime/store/file/state-lock.js'
+import { acquireStateLock, LOCK_FILE } from '../../runtime/lib/state-lock.js'
 import { repoRoot, scratchDir, writeTree } from '../helpers/paths.js'
 import { sleep } from '../helpers/async.js'
 

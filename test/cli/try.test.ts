@@ -339,7 +339,7 @@ refusals('answers 500 transform_invalid_output for a 2.5-million-element answer,
 })
 
 const inheritedKeyRuns = ['constructor', 'toString'].map((key) => ({ key, run: tryHook('passthrough', { override: { [key]: 'x' } }) }))
-// Regression: runtime/mapping.ts looks transform keys up in a plain object literal (OVERRIDES[key]), so
+// Regression: runtime/endpoints/mapping.ts looks transform keys up in a plain object literal (OVERRIDES[key]), so
 // inherited names (constructor, toString, __proto__) are not "unknown keys": the answer says the
 // key "must be function Object() { [native code] }" instead of naming the allowed keys.
 refusals('refuses a transform answer with an inherited key name as an unknown key', async () => {

@@ -9,7 +9,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileFile } from '../../compiler/index.js'
 import { MAX_ALIAS_EXPANSION_BYTES } from '../../compiler/load.js'
-import { BUNDLE_FILE } from '../../runtime/bundle-format.js'
+import { BUNDLE_FILE } from '../../runtime/bundle/format.js'
 import { scratchDir } from '../helpers/paths.js'
 
 /** A config whose first Trigger anchors a `bytes`-long prompt that the next `aliases` Triggers repeat. */

@@ -1,7 +1,7 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileTemplate, type CompiledTemplate, type TemplateError } from '../../compiler/templates.js'
-import { templateHelpers, type CompiledRender, type RenderContext } from '../../runtime/template-helpers.js'
+import { templateHelpers, type CompiledRender, type RenderContext } from '../../runtime/bundle/template-helpers.js'
 
 /** A prototype-less record, the way the runtime builds headers and query objects. */
 function dict<T>(entries: Record<string, T>): Record<string, T> {

@@ -170,7 +170,7 @@ export const REGEX_LIMIT_MS = 10_000
 export const ATTACK_CHARS = 64 * 1024
 
 /**
- * The runtime's own matching, as a request runs it: the pattern compiled by runtime/regex.ts and
+ * The runtime's own matching, as a request runs it: the pattern compiled by runtime/bundle/regex.ts and
  * tested through the condition helper under a request's work budget (a text past it is refused,
  * 413 condition_text_too_long, which is an answer, not a stall).
  */
@@ -192,7 +192,7 @@ export class RegexRunner {
   private worker: Worker | undefined
 
   async run(source: string, flags: string, inputs: string[]): Promise<{ ms: number; finished: boolean }> {
-    this.worker ??= new Worker(REGEX_WORKER, { eval: true, workerData: { regex: new URL('../../runtime/regex.js', import.meta.url).href, conditions: new URL('../../runtime/conditions.js', import.meta.url).href } })
+    this.worker ??= new Worker(REGEX_WORKER, { eval: true, workerData: { regex: new URL('../../runtime/bundle/regex.js', import.meta.url).href, conditions: new URL('../../runtime/bundle/conditions.js', import.meta.url).href } })
     const worker = this.worker
     const started = performance.now()
     const finished = await new Promise<boolean>((resolve) => {

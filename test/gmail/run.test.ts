@@ -104,7 +104,7 @@ async function closeHelpers(): Promise<void> {
   for (const h of helpers.splice(0)) await h.close()
 }
 /** A hook in front of the runtime that, per request, forwards, forwards and loses the answer, or refuses 429. */
-async function proxyHook(decide: (n: number) => 'forward' | 'lose' | 'refuse'): Promise<{ url: string; at: number[]; close(): Promise<void> }> {
+async function proxyHook(decide: (n: number) => 'forward' | 'lose' | 'refuse', retryAfter = '1'): Promise<{ url: string; at: number[]; close(): Promise<void> }> {
   const at: number[] = []
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
@@ -112,7 +112,7 @@ async function proxyHook(decide: (n: number) => 'forward' | 'lose' | 'refuse'): 
     req.on('end', () => {
       at.push(Date.now())
       const what = decide(at.length)
-      if (what === 'refuse') { res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"ok":false,"error":"slow down","code":"rate_limited"}'); return }
+      if (what === 'refuse') { res.writeHead(429, { 'content-type': 'application/json', 'retry-after': retryAfter }).end('{"ok":false,"error":"slow down","code":"rate_limited"}'); return }
       const fwd = httpRequest(hookUrl, { method: 'POST', headers: { ...req.headers, host: new URL(hookUrl).host } }, (answer) => {
         const back: Buffer[] = []
         answer.on('data', (c: Buffer) => back.push(c))
@@ -337,6 +337,21 @@ batches('a 429 from the hook is retried after its Retry-After within the same pu
     assert.ok(flaky.at[1]! - flaky.at[0]! >= 900, 'waited for Retry-After')
     assert.is(runsFor([a.id]).length, 1)
     assert.ok(lines.some((l) => /"event":"hook_retry"/.test(l) && /"status":429/.test(l)))
+  } finally {
+    await flaky.close()
+  }
+})
+
+batches('a fractional Retry-After from the hook (1.5 s) is waited for, not read as a date long past and retried at once', async () => {
+  const flaky = await proxyHook((n) => (n === 1 ? 'refuse' : 'forward'), '1.5')
+  try {
+    const { helper, lines } = await startCase({ hookMaxWaitMs: 5000, mutate: (c) => { c.gmail.hookUrl = flaky.url } })
+    const a = fake.addMessage(ACCOUNT, { from: 'o@example.org', subject: 'busy hook, fractional', text: 'p' })
+    assert.is((await push(helper)).status, 204)
+    assert.is(flaky.at.length, 2)
+    assert.ok(lines.some((l) => /"event":"hook_retry"/.test(l) && /"waitMs":1500/.test(l)), lines.join('\n'))
+    assert.ok(flaky.at[1]! - flaky.at[0]! >= 1400, 'waited for Retry-After')
+    assert.is(runsFor([a.id]).length, 1)
   } finally {
     await flaky.close()
   }

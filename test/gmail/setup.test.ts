@@ -7,8 +7,12 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeGoogle, GMAIL_PUSH_MEMBER, type FakeGoogle } from '../fakes/google.js'
 import { scratchDir, writeTree } from '../helpers/paths.js'
-import { main } from '../../gmail/cli.js'
+import { findVerb } from '../../cli/commands.js'
+import type { CommandIO } from '../../cli/flags.js'
 import { compileFile } from '../../compiler/index.js'
+
+/** A command's verb run in-process, as bin/hookgate.js runs it. */
+const main = (name: string, argv: string[], io: CommandIO): Promise<number> => findVerb(name.split(' '))!.verb.run(argv, io)
 
 const MAILBOX = 'ops@example.com'
 const PROJECT = 'hookgate-test'

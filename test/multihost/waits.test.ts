@@ -10,7 +10,7 @@ import { hookgateBin } from '../helpers/paths.js'
 import { scenarioYaml } from '../helpers/hosts.js'
 import { startPostgres } from '../helpers/pg.js'
 import { compileProject, post, setTestToken, spawnServer, until } from '../runtime/http/harness.js'
-import { startService, type Service } from '../../runtime/service.js'
+import { startService, type Service } from '../../runtime/serve/service.js'
 
 const TOKEN = setTestToken()
 const pg = await startPostgres()

@@ -5,8 +5,8 @@ import { dirname, join, relative } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileFile } from '../../compiler/index.js'
-import { BUNDLE_FILE, FORMAT_VERSION, type BundleModule } from '../../runtime/bundle-format.js'
-import { BundleLoadError, checkBundle, loadBundle } from '../../runtime/bundle.js'
+import { BUNDLE_FILE, FORMAT_VERSION, type BundleModule } from '../../runtime/bundle/format.js'
+import { BundleLoadError, checkBundle, loadBundle } from '../../runtime/bundle/load.js'
 import { tempDir } from '../helpers/paths.js'
 
 /** One temp directory for the file; each case gets its own fresh directory inside it. */

@@ -2,12 +2,12 @@
 // lookups, prototype-pollution paths, and the explanation `hookgate try` prints.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { loadBundle } from '../../runtime/bundle.js'
-import { conditionHelpers, explainCondition, type CompiledWhen } from '../../runtime/conditions.js'
+import { loadBundle } from '../../runtime/bundle/load.js'
+import { conditionHelpers, explainCondition, type CompiledWhen } from '../../runtime/bundle/conditions.js'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { BUNDLE_FILE, type BundleExports, type RenderContext } from '../../runtime/bundle-format.js'
-import { loadPatternCompiler } from '../../runtime/regex.js'
+import { BUNDLE_FILE, type BundleExports, type RenderContext } from '../../runtime/bundle/format.js'
+import { loadPatternCompiler } from '../../runtime/bundle/regex.js'
 import { compileProject } from './http/harness.js'
 
 /** Each mapping sits on its own path, named after it; its `when` is the YAML given. */

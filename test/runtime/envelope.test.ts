@@ -2,7 +2,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { containsMarker, neutraliseMarkers, wrapExternalContent } from '../../runtime/envelope.js'
+import { containsMarker, neutraliseMarkers, wrapExternalContent } from '../../runtime/agents/envelope.js'
 import { fixturesDir } from '../helpers/paths.js'
 
 const REMOVED = '[marker removed]'

@@ -2,7 +2,7 @@
 // costs the same however long it is (Array.prototype.shift moved the whole backlog every time).
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { Fifo } from '../../runtime/fifo.js'
+import { Fifo } from '../../runtime/lib/fifo.js'
 
 const fifo = suite('Fifo')
 

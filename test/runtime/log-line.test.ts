@@ -2,8 +2,8 @@
 // JSON.stringify({ t, level, msg, ...entry }) gives, escapes included.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { requestLine } from '../../runtime/service.js'
-import type { RequestLog } from '../../runtime/http/server.js'
+import { requestLine } from '../../runtime/serve/service.js'
+import type { RequestLog } from '../../runtime/http/handler.js'
 
 const line = suite('requestLine')
 

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { escapeLabelValue, formatValue, Registry } from '../../runtime/metrics.js'
+import { escapeLabelValue, formatValue, Registry } from '../../runtime/observe/metrics.js'
 
 /** parse-prometheus-text-format: its UMD build carries its one dependency inside, so it loads alone. */
 const parsePrometheus = createRequire(import.meta.url)('parse-prometheus-text-format/dist/parse-prometheus-text-format.umd.js') as (text: string) => Array<{ name: string; help: string; type: string; metrics: Array<Record<string, any>> }>

@@ -1,6 +1,6 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { isSecretHeader, templateHelpers } from '../../runtime/template-helpers.js'
+import { isSecretHeader, templateHelpers } from '../../runtime/bundle/template-helpers.js'
 
 const h = templateHelpers
 

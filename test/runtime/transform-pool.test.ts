@@ -4,8 +4,8 @@
 // cannot make the server read more than an answer's cap.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleRoute, TransformInput } from '../../runtime/bundle-format.js'
-import { loadBundle, type LoadedBundle } from '../../runtime/bundle.js'
+import type { BundleRoute, TransformInput } from '../../runtime/bundle/format.js'
+import { loadBundle, type LoadedBundle } from '../../runtime/bundle/load.js'
 import { TransformFailed, TransformPool } from '../../runtime/transforms/pool.js'
 import { rejectionOf } from '../helpers/async.js'
 import { compileProject } from './http/harness.js'

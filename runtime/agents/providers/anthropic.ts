@@ -1,6 +1,6 @@
 // The Anthropic Messages API: POST {baseUrl}/v1/messages with x-api-key and anthropic-version;
 // system messages become the top-level `system` string, the reply is the text blocks of `content`.
-import type { ModelProvider } from '../models.js'
+import type { ModelProvider } from './provider.js'
 import { apiModelName, joinUrl, malformed, postJson, thinkingLevel, type ProviderSettings, type ThinkingLevel } from './http.js'
 
 export const ANTHROPIC_VERSION = '2023-06-01'

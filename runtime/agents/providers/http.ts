@@ -1,15 +1,20 @@
 // The HTTP side every model provider shares: one JSON POST per attempt through undici, each attempt
 // with its own deadline (the provider's timeoutMs) and all of them under the turn's AbortSignal;
 // retries for 429, 5xx and network failures with exponential backoff and jitter (or the wait a
-// 429/503 asked for in Retry-After); at most 4 MiB of any answer read; and one ModelError at the
-// end whose message says what happened in words, never with the API key in it.
-import { setTimeout as sleep } from 'node:timers/promises'
+// 429/503 asked for in Retry-After), through the one retry loop (runtime/lib/retry.ts) with the
+// providers' numbers; at most 4 MiB of any answer read; and one ModelError at the end whose
+// message says what happened in words, never with the API key in it.
 import type { Dispatcher } from 'undici'
-import { loadUndici } from '../../undici.js'
+import { loadUndici } from '../../lib/undici.js'
+import { backoffDelay as scheduled, parseRetryAfter, retry, type Backoff } from '../../lib/retry.js'
 import { ModelError } from './model-error.js'
+
+export { parseRetryAfter }
 
 export const BACKOFF_BASE_MS = 250
 export const BACKOFF_CAP_MS = 8_000
+/** the providers' schedule: 250 ms doubling to 8 s; a longer Retry-After is cut to 8 s */
+const BACKOFF: Backoff = { baseMs: BACKOFF_BASE_MS, capMs: BACKOFF_CAP_MS }
 /** the most of an answer that is read; a successful answer longer than this is refused */
 export const ANSWER_LIMIT_BYTES = 4 * 1024 * 1024
 /** how much of an error message from the provider is quoted */
@@ -43,20 +48,9 @@ export interface JsonPost {
   signal: AbortSignal
 }
 
-/** The wait before retry number `retry` (1-based): base·2^(retry-1) capped, then jittered into [½, 1] of it. */
+/** The wait before retry number `retry` (1-based), on the providers' schedule (runtime/lib/retry.ts). */
 export function backoffDelay(retry: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, retry - 1))
-  return Math.round(ceiling / 2 + random() * (ceiling / 2))
-}
-
-/** Retry-After (delta-seconds or an HTTP date) in milliseconds from `nowMs`; null when absent or unreadable. */
-export function parseRetryAfter(value: string | string[] | undefined, nowMs = Date.now()): number | null {
-  const raw = (Array.isArray(value) ? value[0] : value)?.trim()
-  if (!raw) return null
-  if (/^\d+(\.\d+)?$/.test(raw)) return Math.round(Number(raw) * 1000)
-  // an HTTP date names its day and month in words; anything else (e.g. "-1") is not one
-  const at = /[A-Za-z]{3}/.test(raw) ? Date.parse(raw) : NaN
-  return Number.isNaN(at) ? null : Math.max(0, at - nowMs)
+  return scheduled(BACKOFF, retry, random)
 }
 
 /** `text` with every secret replaced, so that an echoed key never reaches a log or a run row. */
@@ -173,19 +167,23 @@ function abortedError(label: string): ModelError {
  * ModelError: a 4xx other than 429 at once, a 429/5xx/network failure/attempt timeout after
  * `maxRetries` retries, the turn's abort at once (no retry, no wait).
  */
-export async function postJson(post: JsonPost): Promise<unknown> {
+export function postJson(post: JsonPost): Promise<unknown> {
   const payload = JSON.stringify(post.body)
   const fail = (message: string, retryable: boolean) => new ModelError(redact(message, post.secrets), retryable)
-  for (let attempt = 1; ; attempt++) {
-    if (post.signal.aborted) throw abortedError(post.label)
+  return retry<unknown, ModelError>({
+    attempts: post.maxRetries + 1,
+    backoff: BACKOFF,
+    maxWaitMs: BACKOFF_CAP_MS,
+    signal: post.signal,
+    fail: (failure) => failure,
+    cancelled: () => abortedError(post.label),
+  }, async (attempt) => {
     const result = await attemptOnce(post, payload)
-    let failure: ModelError
-    let waitMs: number | null = null
     if (result.kind === 'aborted') throw abortedError(post.label)
     if (result.kind === 'answer' && result.status >= 200 && result.status < 300) {
       if (result.truncated) throw fail(`${post.label} returned an answer larger than ${ANSWER_LIMIT_BYTES / 1024 / 1024} MiB`, false)
       try {
-        return JSON.parse(result.raw)
+        return { ok: true, value: JSON.parse(result.raw) as unknown }
       } catch {
         throw fail(`${post.label} returned a malformed answer: the body is not JSON`, false)
       }
@@ -195,23 +193,16 @@ export async function postJson(post: JsonPost): Promise<unknown> {
       const retryable = result.status === 429 || (result.status >= 500 && result.status <= 599)
       const said = detail ? `: ${detail}` : ''
       if (!retryable) throw fail(`${post.label} answered ${result.status}${said}`, false)
-      failure = fail(`${post.label} answered ${result.status}${attemptsSuffix(attempt)}${said}`, true)
-      if (result.status === 429 || result.status === 503) waitMs = parseRetryAfter(result.headers['retry-after'])
-    } else if (result.kind === 'timeout') {
-      failure = fail(`${post.label} did not answer within ${post.timeoutMs} ms${attemptsSuffix(attempt)}`, true)
-    } else {
-      const what = DROPPED_CODES.has(result.code) ? 'dropped the connection' : 'could not be reached'
-      if (FINAL_NETWORK_CODES.test(result.code)) throw fail(`${post.label} could not be reached (${result.code})`, false)
-      failure = fail(`${post.label} ${what} (${result.code})${attemptsSuffix(attempt)}`, true)
+      const retryAfterMs = result.status === 429 || result.status === 503 ? parseRetryAfter(result.headers['retry-after']) : null
+      return { ok: false, failure: fail(`${post.label} answered ${result.status}${attemptsSuffix(attempt)}${said}`, true), retryable: true, retryAfterMs }
     }
-    if (attempt > post.maxRetries) throw failure
-    const wait = waitMs === null ? backoffDelay(attempt) : Math.min(BACKOFF_CAP_MS, waitMs)
-    try {
-      await sleep(wait, undefined, { signal: post.signal })
-    } catch {
-      throw abortedError(post.label)
+    if (result.kind === 'timeout') {
+      return { ok: false, failure: fail(`${post.label} did not answer within ${post.timeoutMs} ms${attemptsSuffix(attempt)}`, true), retryable: true }
     }
-  }
+    const what = DROPPED_CODES.has(result.code) ? 'dropped the connection' : 'could not be reached'
+    if (FINAL_NETWORK_CODES.test(result.code)) throw fail(`${post.label} could not be reached (${result.code})`, false)
+    return { ok: false, failure: fail(`${post.label} ${what} (${result.code})${attemptsSuffix(attempt)}`, true), retryable: true }
+  })
 }
 
 /** The error for a 2xx answer whose JSON lacks what the protocol promises. */

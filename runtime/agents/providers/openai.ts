@@ -1,6 +1,6 @@
 // Any OpenAI-compatible chat completions API (OpenAI, OpenRouter, Ollama, vLLM, LM Studio,
 // llama.cpp server): POST {baseUrl}/chat/completions, the reply in choices[0].message.content.
-import type { ModelProvider } from '../models.js'
+import type { ModelProvider } from './provider.js'
 import { apiModelName, joinUrl, malformed, postJson, redact, thinkingLevel, type ProviderSettings } from './http.js'
 import { ModelError } from './model-error.js'
 

@@ -5,7 +5,7 @@ import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Journal } from './journal.js'
 import { RejectLog } from './rejects.js'
-import { RUNS_FILE, RunStore } from './runs.js'
+import { RUNS_FILE, readHistory, readOutput, readReceived, readRequest } from './run-records.js'
 import type { HistoryReader, ReceivedRequest, RejectRecord, RunHistory, RunRow } from '../store.js'
 
 export class FileHistory implements HistoryReader {
@@ -30,22 +30,22 @@ export class FileHistory implements HistoryReader {
   private byId: Map<string, RunRow> | undefined
 
   async read(): Promise<RunHistory> {
-    const history = existsSync(this.where) ? RunStore.readHistory(this.stateDir) : { rows: [], torn: 0, corrupt: 0 }
+    const history = existsSync(this.where) ? readHistory(this.stateDir) : { rows: [], torn: 0, corrupt: 0 }
     this.lastRows = history.rows
     this.byId = undefined
     return history
   }
 
   async request(row: RunRow): Promise<unknown> {
-    return RunStore.readRequest(this.stateDir, row)
+    return readRequest(this.stateDir, row)
   }
 
   async received(row: RunRow): Promise<ReceivedRequest | undefined> {
-    if (row.receivedIn === undefined) return RunStore.readReceived(this.stateDir, row)
+    if (row.receivedIn === undefined) return readReceived(this.stateDir, row)
     let rows = this.rowsById()
     // not in the last read (none yet, or a row read elsewhere): the history as it is now
     if (!rows.has(row.receivedIn)) { await this.read(); rows = this.rowsById() }
-    return RunStore.readReceived(this.stateDir, row, (id) => rows.get(id))
+    return readReceived(this.stateDir, row, (id) => rows.get(id))
   }
 
   private rowsById(): Map<string, RunRow> {
@@ -53,7 +53,7 @@ export class FileHistory implements HistoryReader {
   }
 
   async output(row: RunRow): Promise<unknown> {
-    return RunStore.readOutput(this.stateDir, row)
+    return readOutput(this.stateDir, row)
   }
 
   async logRecords<R extends object>(name: string): Promise<R[]> {

@@ -3,6 +3,8 @@
 // and, unless `fsync: false`, fdatasync'ed. Appends that arrive while a flush is on disk wait
 // for the next one, which writes all of them with one write call and one fdatasync, so many
 // concurrent requests pay for one disk round trip between them (latency, not throughput).
+// Over 400 lines because the group commit, the large-record blobs and the failure model are one
+// state machine over one file descriptor: split, each part would reach into the others' state.
 //
 // Large records: a record whose line would pass INLINE_MAX_BYTES is written whole into a
 // content-addressed file beside the journal (`<path>.blobs/<sha256>`, synced, then its directory)

@@ -3,7 +3,6 @@
 // the record logs and the rejected-request log.
 import type { HistoryReader, ReceivedRequest, RejectRecord, RunHistory, RunRow } from '../store.js'
 import type { Db } from './db.js'
-import { PgRecordLog } from './logs.js'
 import { PgRejects } from './rejects.js'
 import { readReceived } from './runs.js'
 
@@ -33,8 +32,19 @@ export class PgHistory implements HistoryReader {
     return row.output
   }
 
-  logRecords<R extends object>(name: string): Promise<R[]> {
-    return PgRecordLog.read<R>(this.db, name)
+  /**
+   * The log's records, oldest first, then the events queued for it that its session's owner has not
+   * moved into it yet (sessions.ts): durable, and read by the next turn, so part of what the
+   * session holds, as the file store's journal holds an event once queue() resolves.
+   */
+  async logRecords<R extends object>(name: string): Promise<R[]> {
+    const r = await this.db.query<{ record: R }>(
+      `SELECT record FROM (
+         SELECT record, 0 AS part, seq, NULL::timestamptz AS queued_at FROM hookgate_logs WHERE log = $1
+         UNION ALL
+         SELECT record, 1, NULL, queued_at FROM hookgate_session_inbox WHERE log = $1) AS r
+       ORDER BY part, seq, queued_at`, [name])
+    return r.rows.map((x) => x.record)
   }
 
   rejects(): Promise<{ records: RejectRecord[]; torn: number; corrupt: number }> {

@@ -14,7 +14,7 @@
 // - a run's Idempotency-Key and a task slot's run id are unique across all of them (runs.ts).
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import type { LockoutCounters, OpenedLog, RefusalRecorder, Store, TakeoverListener } from '../store.js'
+import type { LockoutCounters, OpenedLog, RefusalRecorder, Store, StoreDuties, StoreDuty, TakeoverListener } from '../store.js'
 import { openPool } from './client.js'
 import type { Db } from './db.js'
 import { PgHistory } from './history.js'
@@ -59,6 +59,13 @@ export interface PgStoreOptions {
   maxConnections?: number
   /** a connection the server dropped while idle, and other things worth a log line */
   warn?: (message: string) => void
+  /**
+   * true: the background loops (`duties`: the prune, the session leases, the takeover sweep) wait
+   * for whoever opened the store to start them (the runtime's supervisor); otherwise they start
+   * with the store, for tools and tests that open it alone. The host lease is renewed from open
+   * to close either way: a runtime that is alive never looks dead to the others.
+   */
+  supervised?: boolean
 }
 
 export class PgStore implements Store {
@@ -71,8 +78,7 @@ export class PgStore implements Store {
   /** one group commit for every write of this runtime: a moment's accepts, status changes, records and events share a transaction */
   private readonly writer: PgWriter
   private readonly renewal: NodeJS.Timeout
-  private readonly sweeper: NodeJS.Timeout
-  private readonly pruner: NodeJS.Timeout
+  readonly duties: Required<StoreDuties>
   private pruning: Promise<Pruned> | undefined
   private takeover: TakeoverListener | undefined
   private sweeping: Promise<void> | undefined
@@ -94,14 +100,23 @@ export class PgStore implements Store {
     this.sessionKeys = new PgKeyLeases(db, hostId, ttl, this.writer, options.warn)
     this.renewal = setInterval(() => void this.renew(ttl), Math.max(100, Math.floor(ttl / 3)))
     this.renewal.unref()
-    this.sweeper = setInterval(() => {
-      if (this.renewedSince !== undefined && Date.now() - this.renewedSince >= ttl / 2) this.sweep()
-    }, options.sweepMs ?? DEFAULT_SWEEP_MS)
-    this.sweeper.unref()
-    this.pruner = setInterval(() => void this.prune().catch((err: Error) => {
-      if (!this.closed) options.warn?.(`could not prune the run history: ${err.message}`)
-    }), PRUNE_EVERY_MS)
-    this.pruner.unref()
+    this.duties = {
+      retention: everyDuty('retention', PRUNE_EVERY_MS, () => this.prune().then(() => {}), (err) => {
+        if (!this.closed) options.warn?.(`could not prune the run history: ${err.message}`)
+      }),
+      sessionOwnership: {
+        name: 'session ownership',
+        start: () => this.sessions.start(),
+        stop: () => this.sessions.stop(),
+        health: () => { const h = this.sessions.health; return h.ok ? h : { ok: false, reason: h.reason } },
+      },
+      // sweeping failures are told by sweep() itself
+      takeoverSweep: everyDuty('takeover sweep', options.sweepMs ?? DEFAULT_SWEEP_MS, () => {
+        if (this.renewedSince !== undefined && Date.now() - this.renewedSince >= ttl / 2) return this.sweep()
+        return Promise.resolve()
+      }, () => {}),
+    }
+    if (!options.supervised) for (const duty of Object.values(this.duties)) duty.start()
   }
 
   /** Deletes finished runs past keepRuns and keys past their window, a batch at a time; returns how many. */
@@ -235,8 +250,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     this.closed = true
     clearInterval(this.renewal)
-    clearInterval(this.sweeper)
-    clearInterval(this.pruner)
+    for (const duty of Object.values(this.duties)) await duty.stop()
     await this.sweeping
     await this.pruning?.catch(() => {})
     await this.sessions.close()
@@ -248,5 +262,31 @@ export class PgStore implements Store {
     // a runtime that stops cleanly leaves no lease for the others to wait out
     await this.db.query('DELETE FROM hookgate_hosts WHERE id = $1', [this.hostId]).catch(() => {})
     await this.db.close()
+  }
+}
+
+/**
+ * A round every `everyMs` as a duty: one round at a time (a slow one is not stacked on), the
+ * last round's failure told to `failed` and kept for health until a round succeeds.
+ */
+function everyDuty(name: string, everyMs: number, round: () => Promise<void>, failed: (err: Error) => void): StoreDuty {
+  let timer: NodeJS.Timeout | undefined
+  let running: Promise<void> | undefined
+  let lastError: string | undefined
+  return {
+    name,
+    start() {
+      if (timer) return
+      timer = setInterval(() => {
+        running ??= round().then(() => { lastError = undefined }, (err: Error) => { lastError = err.message; failed(err) }).finally(() => { running = undefined })
+      }, everyMs)
+      timer.unref()
+    },
+    async stop() {
+      clearInterval(timer)
+      timer = undefined
+      await running
+    },
+    health: () => (lastError === undefined ? { ok: true } : { ok: false, reason: `${name}: ${lastError}` }),
   }
 }

@@ -51,8 +51,8 @@ export class PgSessions implements SessionOwnership {
     outcome: () => new Map(),
     retry: () => true,
   }
-  private readonly leaseTimer: NodeJS.Timeout
-  private readonly pullTimer: NodeJS.Timeout
+  private leaseTimer: NodeJS.Timeout | undefined
+  private pullTimer: NodeJS.Timeout | undefined
   private busy: Promise<void> = Promise.resolve()
   private readonly competeStep = (): Promise<void> => this.compete()
   private readonly pullStep = (): Promise<void> => this.pull()
@@ -62,10 +62,27 @@ export class PgSessions implements SessionOwnership {
   /** `writer`: the store's group commit, which the inbox's inserts share */
   constructor(private readonly db: Db, private readonly hostId: string, private readonly runs: PgRunLog, private readonly options: { ttlMs: number; pollMs?: number; warn?: (message: string) => void }, writer?: PgWriter) {
     this.inbox = writer ?? new PgWriter(db)
-    this.leaseTimer = setInterval(() => this.tick(this.competeStep), Math.min(1000, Math.max(50, Math.floor(options.ttlMs / 3))))
-    this.pullTimer = setInterval(() => { if (this.owned.size > 0) this.tick(this.pullStep) }, options.pollMs ?? SESSION_POLL_MS)
+  }
+
+  /**
+   * Starts renewing the leases (a third of one apart, at most a second) and pulling what others
+   * queued for the sessions owned here: the store's `sessionOwnership` duty.
+   */
+  start(): void {
+    if (this.closed || this.leaseTimer) return
+    this.leaseTimer = setInterval(() => this.tick(this.competeStep), Math.min(1000, Math.max(50, Math.floor(this.options.ttlMs / 3))))
+    this.pullTimer = setInterval(() => { if (this.owned.size > 0) this.tick(this.pullStep) }, this.options.pollMs ?? SESSION_POLL_MS)
     this.leaseTimer.unref()
     this.pullTimer.unref()
+  }
+
+  /** No more renewals or pulls (the leases held run out unless close hands them over); resolves once the step under way ends. */
+  async stop(): Promise<void> {
+    clearInterval(this.leaseTimer)
+    clearInterval(this.pullTimer)
+    this.leaseTimer = undefined
+    this.pullTimer = undefined
+    await this.busy
   }
 
   serve(agentIds: readonly string[], handler: SessionHandler<object>): void {
@@ -130,9 +147,7 @@ export class PgSessions implements SessionOwnership {
 
   async close(): Promise<void> {
     this.closed = true
-    clearInterval(this.leaseTimer)
-    clearInterval(this.pullTimer)
-    await this.busy
+    await this.stop()
     await this.inbox.close()
     // A runtime that stops cleanly hands its sessions over at once instead of after the lease: the
     // lease ends now (kept, not deleted: when it ended tells the others how long nobody has served

@@ -8,7 +8,10 @@ import { startFakeOpenAI } from '../../fakes/openai.js'
 import { startFakeAnthropic } from '../../fakes/anthropic.js'
 import { startFakeSlack } from '../../fakes/channels.js'
 import { assertError, compileProject, post, runReaches, serveProject, setTestToken, until, type Harness } from '../http/harness.js'
-import { startService } from '../../../runtime/service.js'
+import { startService } from '../../../runtime/serve/service.js'
+import { sessionLogName } from '../../../runtime/store/store.js'
+import { readLogText } from '../../helpers/history.js'
+import { storeUrlFor } from '../../helpers/stores.js'
 
 const token = setTestToken()
 const openai = await startFakeOpenAI({ apiKey: 'sk-test-openai-key-0123456789' })
@@ -179,7 +182,7 @@ delivery('a delivery that fails fails the run, keeps the reply, and tells the ma
   const row = await runReaches(h.stateDir, runId, 'failed')
   assert.match(row.error ?? '', 'delivery via ops failed')
   assert.match(row.result ?? '', 'undeliverable', 'the reply is kept in history')
-  const main = readFileSync(join(h.stateDir, 'sessions', 'main', 'main.jsonl'), 'utf8')
+  const main = await readLogText(h.stateDir, sessionLogName('main'))
   assert.match(main, `(run ${runId}) finished, but delivery via ops failed`)
 })
 
@@ -197,8 +200,8 @@ const summaries = suite('the main session after an isolated turn')
 summaries('gets a summary line marked as coming from the hook', async () => {
   const runId = await accepted('/hooks/agent', { message: 'summarise me', deliver: false, name: 'nightly' })
   await runReaches(h.stateDir, runId, 'succeeded')
-  const main = await until('the summary event', () => {
-    const text = readFileSync(join(h.stateDir, 'sessions', 'main', 'main.jsonl'), 'utf8')
+  const main = await until('the summary event', async () => {
+    const text = await readLogText(h.stateDir, sessionLogName('main'))
     return text.includes(`Hook \\"nightly\\" (run ${runId}) finished`) ? text : undefined
   })
   const event = main.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.type === 'event' && String(r.text).includes(runId))
@@ -214,7 +217,8 @@ secrets('a missing provider key stops the start with an error naming the referen
   const p = await compileProject(CONFIG.replace('${FAKE_OPENAI_KEY}', '${HOOKGATE_TEST_MISSING_KEY}'))
   delete process.env.HOOKGATE_TEST_MISSING_KEY
   try {
-    await startService({ bundle: p.outDir, port: 0, stateDir: p.stateDir, watch: false, write: () => {} })
+    const store = await storeUrlFor(p.stateDir)
+    await startService({ bundle: p.outDir, port: 0, stateDir: p.stateDir, ...(store !== undefined ? { store } : {}), watch: false, write: () => {} })
     assert.unreachable('the service started without its provider key')
   } catch (err) {
     assert.match((err as Error).message, '${HOOKGATE_TEST_MISSING_KEY}')

@@ -1,5 +1,8 @@
 // kill -9 while runs are queued and in flight: after a restart on the same state directory, every
 // 202-acknowledged run reaches a final state exactly once.
+//
+// store: file only — it counts the final status records in runs.jsonl; a PostgreSQL runtime killed
+// with its runs in flight is test/multihost/store-crash.test.ts and takeover.test.ts.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'

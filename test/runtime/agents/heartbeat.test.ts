@@ -1,10 +1,11 @@
 // The main session and its heartbeat: queued events, coalesced `now` wakes, collapsed duplicates,
 // the bounded queue, and turns on one session key running one at a time.
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
+import { sessionLogName } from '../../../runtime/store/store.js'
+import { readLog } from '../../helpers/history.js'
+import { divergesOnPostgres, WAKES_BEFORE_SESSION } from '../../helpers/stores.js'
 import { compileProject, post, runReaches, serveProject, setTestToken, sleep, until, type Harness } from '../http/harness.js'
 
 const token = setTestToken()
@@ -21,21 +22,26 @@ providers:
 agents:
   - ${agent}
 `
-const turnsOf = (h: Harness) => readFileSync(join(h.stateDir, 'sessions', 'main', 'main.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.type === 'turn')
+const turnsOf = async (h: Harness) => (await readLog<{ type: string; events: string[] }>(h.stateDir, sessionLogName('main'))).filter((r) => r.type === 'turn')
 const wake = (h: Harness, text: string, mode: string) => post(h.origin, '/hooks/wake', token, { text, mode }).then((r) => { assert.is(r.status, 200); return r.json.runId as string })
 const heartbeatRequests = () => model.requests.filter((r) => String(r.body?.messages?.[0]?.content ?? '').startsWith('Heartbeat'))
 
 const hb = suite('the main session heartbeat')
 
 hb('a next-heartbeat wake stays queued until the periodic heartbeat reads it', async () => {
-  const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: 1s } }')))
+  const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: 3s } }')))
   try {
+    // The first wake finds the timer at some point of its period; the one after it is sent as a
+    // heartbeat has just read the first, so a whole period lies ahead of it, whatever the store's
+    // read latency or the machine's load (the check does not depend on a short sleep).
+    const first = await wake(h, 'first event', 'next-heartbeat')
+    await runReaches(h.stateDir, first, 'succeeded', 15_000)
     model.requests.length = 0
     const runId = await wake(h, 'disk almost full', 'next-heartbeat')
-    await sleep(100)
-    const early = await runReaches(h.stateDir, runId, 'queued', 500)
+    const early = await runReaches(h.stateDir, runId, 'queued', 2000)
     assert.is(early.status, 'queued')
-    await runReaches(h.stateDir, runId, 'succeeded', 4000)
+    assert.is(heartbeatRequests().length, 0, 'no turn ran for the wake itself')
+    await runReaches(h.stateDir, runId, 'succeeded', 15_000)
     assert.match(String(heartbeatRequests().at(-1)?.body.messages[1].content), 'disk almost full')
   } finally {
     await h.close()
@@ -48,7 +54,7 @@ hb('now wakes arriving together coalesce into fewer turns, and every wake run su
   try {
     const ids = await Promise.all(Array.from({ length: 10 }, (_, i) => wake(h, `event ${i}`, 'now')))
     for (const id of ids) await runReaches(h.stateDir, id, 'succeeded', 5000)
-    const turns = turnsOf(h)
+    const turns = await turnsOf(h)
     assert.ok(turns.length < 10, `${turns.length} turns for 10 wakes`)
     assert.is(turns.flatMap((t) => t.events).length, 10, 'each event was read exactly once')
   } finally {
@@ -57,7 +63,7 @@ hb('now wakes arriving together coalesce into fewer turns, and every wake run su
   }
 })
 
-hb('identical consecutive events are read once', async () => {
+divergesOnPostgres(hb, WAKES_BEFORE_SESSION)('identical consecutive events are read once', async () => {
   const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: "off" } }')))
   try {
     model.requests.length = 0
@@ -67,13 +73,13 @@ hb('identical consecutive events are read once', async () => {
     await runReaches(h.stateDir, last, 'succeeded')
     const prompt = String(heartbeatRequests().at(-1)?.body.messages[1].content)
     assert.is(prompt.split('the same alert').length - 1, 1, prompt)
-    assert.is(turnsOf(h).at(-1).events.length, 3)
+    assert.is((await turnsOf(h)).at(-1)!.events.length, 3)
   } finally {
     await h.close()
   }
 })
 
-hb('the queue is bounded: the oldest events are dropped first and their runs say so', async () => {
+divergesOnPostgres(hb, WAKES_BEFORE_SESSION)('the queue is bounded: the oldest events are dropped first and their runs say so', async () => {
   const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: "off", maxQueuedEvents: 3 } }')))
   try {
     const ids: string[] = []
@@ -87,7 +93,7 @@ hb('the queue is bounded: the oldest events are dropped first and their runs say
   }
 })
 
-hb('a wake that displaces the oldest queued event is answered after its own commit, not after the record settling the displaced run', async () => {
+divergesOnPostgres(hb, WAKES_BEFORE_SESSION)('a wake that displaces the oldest queued event is answered after its own commit, not after the record settling the displaced run', async () => {
   const h = await serveProject(await compileProject(config('{ id: main, model: fake/m, heartbeat: { every: "off", maxQueuedEvents: 1 } }')))
   const runs = h.service.engine.runs
   const settle = runs.settle.bind(runs)

@@ -2,8 +2,8 @@
 // duplicates, and keys that outlive a restart.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore } from '../../../runtime/store/file/runs.js'
 import { assertError, compileProject, post, serveProject, setTestToken, type Harness } from '../http/harness.js'
+import { readRows } from '../../helpers/history.js'
 
 const token = setTestToken()
 const project = await compileProject(`
@@ -29,14 +29,14 @@ agents:
 let h: Harness = await serveProject(project)
 const call = (path: string, body: Record<string, unknown>, key: string) => post(h.origin, path, token, body, { 'idempotency-key': key })
 /** runs started by requests: a workflow's step rows belong to its run */
-const runCount = () => RunStore.readRows(project.stateDir).filter((r) => r.parentRunId === undefined).length
+const runCount = async () => (await readRows(project.stateDir)).filter((r) => r.parentRunId === undefined).length
 
 const idem = suite('Idempotency-Key')
 
 for (const [path, body] of [['/hooks/agent', { message: 'once' }], ['/hooks/deploys', { service: 'api' }], ['/hooks/graph', { id: 7 }]] as const) {
   idem(`a repeat on ${path} answers the original status and body and starts nothing`, async () => {
     const key = `key-${path}`
-    const before = runCount()
+    const before = (await runCount())
     const first = await call(path, body, key)
     assert.is(first.status, 202)
     assert.is(first.headers['idempotent-replayed'], undefined)
@@ -44,7 +44,7 @@ for (const [path, body] of [['/hooks/agent', { message: 'once' }], ['/hooks/depl
     assert.is(again.status, first.status)
     assert.equal(again.json, first.json)
     assert.is(again.headers['idempotent-replayed'], 'true')
-    assert.is(runCount(), before + 1, 'one run for two requests')
+    assert.is((await runCount()), before + 1, 'one run for two requests')
   })
 }
 
@@ -55,12 +55,12 @@ idem('the same key with a different request is a 409 idempotency_key_reused', as
 })
 
 idem('concurrent duplicates start exactly one run and all get its answer', async () => {
-  const before = runCount()
+  const before = (await runCount())
   const replies = await Promise.all(Array.from({ length: 12 }, () => call('/hooks/agent', { message: 'stampede' }, 'concurrent')))
   assert.ok(replies.every((r) => r.status === 202), replies.map((r) => r.status).join(','))
   assert.is(new Set(replies.map((r) => r.json.runId)).size, 1)
   assert.is(replies.filter((r) => r.headers['idempotent-replayed'] === 'true').length, 11)
-  assert.is(runCount(), before + 1)
+  assert.is((await runCount()), before + 1)
 })
 
 idem('a malformed key is a 400', async () => {
@@ -71,11 +71,11 @@ idem('keys survive a restart on the same state directory', async () => {
   const first = await call('/hooks/agent', { message: 'before restart' }, 'durable-key')
   await h.close()
   h = await serveProject(project)
-  const before = runCount()
+  const before = (await runCount())
   const again = await call('/hooks/agent', { message: 'before restart' }, 'durable-key')
   assert.is(again.headers['idempotent-replayed'], 'true')
   assert.equal(again.json, first.json)
-  assert.is(runCount(), before)
+  assert.is((await runCount()), before)
   assertError(await call('/hooks/agent', { message: 'changed' }, 'durable-key'), 409, 'idempotency_key_reused')
 })
 

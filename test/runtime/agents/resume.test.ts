@@ -2,12 +2,15 @@
 // timing race: the files are laid out by hand, then the engine starts on them). Whatever the run
 // had already done before the crash — asked the model, delivered the reply, queued the summary for
 // the main session — is not done again; what it had not done is done exactly once.
+//
+// store: file only — it lays out the file store's files as a kill -9 leaves them, and compacts its
+// session logs; a dead runtime's runs on PostgreSQL are taken over and resumed in test/multihost/.
 import { openStore, storeOptionsOf } from '../../../runtime/store/open.js'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { loadBundle } from '../../../runtime/bundle.js'
+import { loadBundle } from '../../../runtime/bundle/load.js'
 import { Engine, type Deliverer } from '../../../runtime/agents/engine.js'
 import type { ModelProvider } from '../../../runtime/agents/models.js'
 import { RunStore } from '../../../runtime/store/file/runs.js'

@@ -1,6 +1,9 @@
 // Regression: a heartbeat took the events out of the queue and then failed to write its turn
 // record, so the wakes it had read were never settled and stayed queued forever. Now a turn that
 // cannot be recorded fails its runs, with the reason.
+//
+// store: file only — MainSession alone over the file store's session journal; on PostgreSQL a session
+// needs the ownership the engine gives it (test/runtime/store/postgres/sessions.test.ts).
 import { FileStore } from '../../../runtime/store/file/index.js'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createChannels } from '../../../runtime/channels/index.js'
-import { SecretError } from '../../../runtime/secrets.js'
+import { SecretError } from '../../../runtime/bundle/secrets.js'
 import { startFakeReceiver } from '../../fakes/channels.js'
 import { assertNoSecret, bundleChannel, delivery, dispatcher, env, thrown, value, WHSEC } from './helpers.js'
 

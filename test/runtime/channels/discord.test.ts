@@ -2,7 +2,7 @@
 // limit, retries, and error messages without the webhook token.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleChannel } from '../../../runtime/bundle-format.js'
+import type { BundleChannel } from '../../../runtime/bundle/format.js'
 import { startFakeDiscord, type FakeDiscord } from '../../fakes/channels.js'
 import { assertNoSecret, bundleChannel, deliveryError, delivery, makeChannel, testClock, value } from './helpers.js'
 

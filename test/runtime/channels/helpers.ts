@@ -2,7 +2,7 @@
 // waits instead of waiting, a clock the test moves, and a way to catch the DeliveryError.
 import { Agent } from 'undici'
 import * as assert from 'uvu/assert'
-import type { BundleChannel } from '../../../runtime/bundle-format.js'
+import type { BundleChannel } from '../../../runtime/bundle/format.js'
 import { createChannels, DeliveryError, type Channel, type Delivery } from '../../../runtime/channels/index.js'
 
 /** 2024-01-02T03:04:05.000Z */

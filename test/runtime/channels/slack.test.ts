@@ -2,7 +2,7 @@
 // messages that never show the webhook URL (which is the credential).
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleChannel } from '../../../runtime/bundle-format.js'
+import type { BundleChannel } from '../../../runtime/bundle/format.js'
 import { startFakeSlack, type FakeSlack } from '../../fakes/channels.js'
 import { assertNoSecret, bundleChannel, deliveryError, delivery, makeChannel, testClock, value } from './helpers.js'
 

@@ -2,7 +2,7 @@
 // answers that are not ok, retries, and error messages without the bot token.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleChannel } from '../../../runtime/bundle-format.js'
+import type { BundleChannel } from '../../../runtime/bundle/format.js'
 import { startFakeTelegram, type FakeTelegram } from '../../fakes/channels.js'
 import { assertNoSecret, bundleChannel, deliveryError, delivery, makeChannel, testClock, value } from './helpers.js'
 

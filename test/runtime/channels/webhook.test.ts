@@ -3,7 +3,7 @@
 import { createHmac } from 'node:crypto'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleChannel } from '../../../runtime/bundle-format.js'
+import type { BundleChannel } from '../../../runtime/bundle/format.js'
 import { verifyStandardWebhook } from '../../../runtime/channels/index.js'
 import { startFakeReceiver, type FakeReceiver } from '../../fakes/channels.js'
 import { assertNoSecret, bundleChannel, deliveryError, delivery, OTHER_WHSEC, T0, testClock, value, WHSEC, makeChannel } from './helpers.js'

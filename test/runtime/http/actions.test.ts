@@ -84,12 +84,12 @@ wake('a body that is not a JSON object is 400 invalid_payload', async ({ h }) =>
 // Regression: /wake dropped agentId (every wake went to the default agent) and ignored a sessionKey
 wake('agent routing: agentId ops wakes the main session of ops, and the run row says so', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'for ops', mode: 'next-heartbeat', agentId: 'ops' }), 200, WAKE_KEYS)
-  assert.is(rowOf(h.stateDir, body.runId)?.agentId, 'ops')
+  assert.is((await rowOf(h.stateDir, body.runId))?.agentId, 'ops')
 })
 
 wake('an unknown agentId wakes the default agent, as on /agent', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'for nobody', mode: 'next-heartbeat', agentId: 'ghost' }), 200, WAKE_KEYS)
-  assert.is(rowOf(h.stateDir, body.runId)?.agentId, 'main')
+  assert.is((await rowOf(h.stateDir, body.runId))?.agentId, 'main')
 })
 
 wake('session hijack via /wake: a sessionKey is 400 session_key_not_allowed, not silently dropped', async ({ h }) => {
@@ -127,7 +127,7 @@ agent('without a sessionKey it generates hook:<uuid>, a new one per call', async
 agent('an X-Correlation-Id header becomes the correlationId', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/agent', TOKEN, { message: 'traced' }, { 'x-correlation-id': 'deploy-4711' }), 202, AGENT_KEYS)
   assert.is(body.correlationId, 'deploy-4711')
-  assert.is(rowOf(h.stateDir, body.runId)?.correlationId, 'deploy-4711')
+  assert.is((await rowOf(h.stateDir, body.runId))?.correlationId, 'deploy-4711')
 })
 
 agent('log injection: an X-Correlation-Id with unsafe characters is replaced by a generated one', async ({ h }) => {
@@ -182,7 +182,7 @@ keysRefused('session hijack: a sessionKey in the request is 400 session_key_not_
 keysRefused('without a sessionKey the defaultSessionKey is used', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/agent', TOKEN, { message: 'x' }), 202, AGENT_KEYS)
   assert.is(body.sessionKey, 'hook:default')
-  assert.is(rowOf(h.stateDir, body.runId)?.sessionKey, 'hook:default')
+  assert.is((await rowOf(h.stateDir, body.runId))?.sessionKey, 'hook:default')
 })
 
 keysRefused('a mapped agent action without a sessionKey template uses the defaultSessionKey', async ({ h }) => {
@@ -202,7 +202,7 @@ keysAllowed.after(async (ctx) => { await ctx.h.close() })
 keysAllowed('a key with an allowed prefix is accepted and echoed in the 202', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/agent', TOKEN, { message: 'x', sessionKey: 'hook:x' }), 202, AGENT_KEYS)
   assert.is(body.sessionKey, 'hook:x')
-  assert.is(rowOf(h.stateDir, body.runId)?.sessionKey, 'hook:x')
+  assert.is((await rowOf(h.stateDir, body.runId))?.sessionKey, 'hook:x')
 })
 
 keysAllowed('session hijack: a key without an allowed prefix is 400 session_key_not_allowed', async ({ h }) => {
@@ -238,7 +238,7 @@ keysDefault.run()
 async function routeTo(h: Harness, agentId: string | undefined): Promise<{ status: number; agentId?: string; reply: Awaited<ReturnType<typeof post>> }> {
   const reply = await post(h.origin, '/hooks/agent', TOKEN, { message: 'route me', ...(agentId !== undefined ? { agentId } : {}) })
   if (reply.status !== 202) return { status: reply.status, reply }
-  const row = rowOf(h.stateDir, reply.json.runId)
+  const row = (await rowOf(h.stateDir, reply.json.runId))
   return { status: 202, reply, ...(row?.agentId !== undefined ? { agentId: row.agentId } : {}) }
 }
 
@@ -299,7 +299,7 @@ none('payload validation comes before policy, and the agentId policy before the 
 none('agent routing escape via /wake: any explicit agentId is 400 agent_not_allowed; none wakes the default agent', async ({ h }) => {
   for (const agentId of ['ops', 'main', 'ghost']) assertError(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', mode: 'next-heartbeat', agentId }), 400, 'agent_not_allowed')
   const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', mode: 'next-heartbeat' }), 200, WAKE_KEYS)
-  assert.is(rowOf(h.stateDir, body.runId)?.agentId, 'main')
+  assert.is((await rowOf(h.stateDir, body.runId))?.agentId, 'main')
 })
 
 none('no agentId is accepted and goes to the default agent', async ({ h }) => {
@@ -332,7 +332,7 @@ list('the allowlist governs explicit routing only: no agentId goes to the defaul
 list('agent routing escape via /wake: main and an unknown id are 400 agent_not_allowed, ops is woken', async ({ h }) => {
   for (const agentId of ['main', 'ghost']) assertError(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', mode: 'next-heartbeat', agentId }), 400, 'agent_not_allowed')
   const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'x', mode: 'next-heartbeat', agentId: 'ops' }), 200, WAKE_KEYS)
-  assert.is(rowOf(h.stateDir, body.runId)?.agentId, 'ops')
+  assert.is((await rowOf(h.stateDir, body.runId))?.agentId, 'ops')
 })
 
 list.run()

@@ -1,11 +1,9 @@
 // The request body, seen from outside: nothing of it is read before auth (and the route) pass; the
 // size limit by Content-Length and while counting a chunked body, with a per-mapping override; one
 // timeout for the whole body; and the content types that parse (JSON, +json, none, forms) or not.
-import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore } from '../../../runtime/store/file/runs.js'
-import { Journal } from '../../../runtime/store/file/journal.js'
+import { storedRow } from '../../helpers/history.js'
 import { jsonBodyText } from '../../../runtime/http/body.js'
 import { assertError, assertOk, assertRawError, head, post, RawClient, send, serve, setTestToken, sleep, within, type Harness } from './harness.js'
 
@@ -67,8 +65,8 @@ function auth(): Record<string, string> {
 }
 
 /** The wake event a run queued on the main session (its text as rendered from the template): the run row keeps it. */
-function wakeEventText(stateDir: string, runId: string): string | undefined {
-  const row = RunStore.readRows(stateDir).find((r) => r.id === runId)
+async function wakeEventText(stateDir: string, runId: string): Promise<string | undefined> {
+  const row = await storedRow(stateDir, runId)
   return (row?.request as { text?: string } | undefined)?.text
 }
 
@@ -297,13 +295,13 @@ types('a form body on /hooks/wake works: text=hello&mode=now', async ({ h }) => 
   const reply = await send(h.origin, '/hooks/wake', { token: TOKEN, body: 'text=hello&mode=now', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
   const body = assertOk(reply, 200, WAKE_KEYS)
   assert.is(body.mode, 'now')
-  assert.is(wakeEventText(h.stateDir, body.runId), 'hello')
+  assert.is(await wakeEventText(h.stateDir, body.runId), 'hello')
 })
 
 types('a form body reaches a wake mapping template as an object of strings', async ({ h }) => {
   const reply = await send(h.origin, '/hooks/form-wake', { token: TOKEN, body: 'text=hi+there&n=5', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
   const body = assertOk(reply, 200, WAKE_KEYS)
-  assert.is(wakeEventText(h.stateDir, body.runId), 'form text=hi there n=5 all={"text":"hi there","n":"5"}')
+  assert.is(await wakeEventText(h.stateDir, body.runId), 'form text=hi there n=5 all={"text":"hi there","n":"5"}')
 })
 
 types('text/plain is 415 unsupported_media_type', async ({ h }) => {
@@ -324,12 +322,12 @@ types('a body that is not valid UTF-8 is 400', async ({ h }) => {
 types('a UTF-8 byte order mark before the JSON is not content: the body parses', async ({ h }) => {
   const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ text: 'bom first', mode: 'next-heartbeat' }))])
   const woke = assertOk(await send(h.origin, '/hooks/wake', { token: TOKEN, body, headers: { 'content-type': 'application/json' } }), 200, WAKE_KEYS)
-  assert.is(wakeEventText(h.stateDir, woke.runId), 'bom first')
+  assert.is(await wakeEventText(h.stateDir, woke.runId), 'bom first')
 })
 
 types('a body of only whitespace is the payload {} (and a JSON text of 600 nested arrays is refused as too deep)', async ({ h }) => {
   const wake = await send(h.origin, '/hooks/form-wake', { token: TOKEN, body: ' \n\t ', headers: { 'content-type': 'application/json' } })
-  assert.is(wakeEventText(h.stateDir, assertOk(wake, 200, WAKE_KEYS).runId), 'form text= n= all={}')
+  assert.is(await wakeEventText(h.stateDir, assertOk(wake, 200, WAKE_KEYS).runId), 'form text= n= all={}')
   const deep = '['.repeat(600) + ']'.repeat(600)
   assertError(await send(h.origin, '/hooks/big', { token: TOKEN, body: deep, headers: { 'content-type': 'application/json' } }), 400, 'invalid_json')
 })
@@ -341,7 +339,7 @@ types('an empty body on /hooks/wake is 400: text is required', async ({ h }) => 
 types('an empty body on a mapping is the payload {}', async ({ h }) => {
   const wake = await send(h.origin, '/hooks/form-wake', { token: TOKEN, headers: { 'content-type': 'application/json', 'content-length': '0' } })
   const woke = assertOk(wake, 200, WAKE_KEYS)
-  assert.is(wakeEventText(h.stateDir, woke.runId), 'form text= n= all={}')
+  assert.is(await wakeEventText(h.stateDir, woke.runId), 'form text= n= all={}')
   const agent = await send(h.origin, '/hooks/agent-map', { token: TOKEN, headers: { 'content-length': '0' } })
   assertOk(agent, 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
 })

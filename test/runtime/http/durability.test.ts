@@ -1,12 +1,12 @@
 // What an accepted request leaves behind, as a user sees it: one run-history row per call, on disk
-// by the time the answer arrives, readable with RunStore.readRows and the real `hookgate runs
-// --json`; agent runs and `now` wakes finish, a `next-heartbeat` wake waits for the heartbeat.
+// by the time the answer arrives, readable with the store's history reader and the real `hookgate
+// runs --json`; agent runs and `now` wakes finish, a `next-heartbeat` wake waits for the heartbeat.
 import { spawn } from 'node:child_process'
-import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { Journal } from '../../../runtime/store/file/journal.js'
-import { isFinalStatus, RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
+import { isFinalStatus, sessionLogName, type RunRow } from '../../../runtime/store/store.js'
+import { readRows } from '../../helpers/history.js'
+import { divergesOnPostgres, openTestStore, storeArgs, WAKES_BEFORE_SESSION } from '../../helpers/stores.js'
 import { hookgateBin } from '../../helpers/paths.js'
 import { assertOk, compileProject, post, rowOf, runReaches, serve, serveProject, setTestToken, sleep, until, type Harness } from './harness.js'
 
@@ -32,7 +32,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
 
 function runsCli(stateDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [hookgateBin, 'runs', '--state', stateDir, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [hookgateBin, 'runs', '--state', stateDir, ...storeArgs(stateDir), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
@@ -63,13 +63,13 @@ history.after(async (ctx) => { await ctx.h.close() })
 
 history('a wake and an agent call are each one row on disk by the time they are answered', async (ctx) => {
   const wake = assertOk(await post(ctx.h.origin, '/hooks/wake', TOKEN, { text: 'ping', mode: 'now' }), 200, ['ok', 'action', 'runId', 'mode'])
-  assertRowShape(rowOf(ctx.h.stateDir, wake.runId), { id: wake.runId, action: 'wake', definitionKind: 'hook' })
+  assertRowShape((await rowOf(ctx.h.stateDir, wake.runId)), { id: wake.runId, action: 'wake', definitionKind: 'hook' })
   const agent = assertOk(await post(ctx.h.origin, '/hooks/agent', TOKEN, { message: 'summarise' }), 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
-  assertRowShape(rowOf(ctx.h.stateDir, agent.runId), { id: agent.runId, action: 'agent', definitionKind: 'hook', correlationId: agent.correlationId })
+  assertRowShape((await rowOf(ctx.h.stateDir, agent.runId)), { id: agent.runId, action: 'agent', definitionKind: 'hook', correlationId: agent.correlationId })
   ctx.wakeId = wake.runId
   ctx.agentId = agent.runId
   ctx.agentCorrelation = agent.correlationId
-  const rows = RunStore.readRows(ctx.h.stateDir)
+  const rows = await readRows(ctx.h.stateDir)
   assert.is(rows.filter((r) => r.id === wake.runId).length, 1)
   assert.is(rows.filter((r) => r.id === agent.runId).length, 1)
 })
@@ -100,7 +100,7 @@ history('hookgate runs --state DIR --json (the real CLI) shows both rows with id
 
 history('a call to a Trigger definition path is one row with definitionKind trigger', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/deploys', TOKEN, { service: 'api' }), 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
-  assertRowShape(rowOf(h.stateDir, body.runId), { id: body.runId, action: 'agent', definitionKind: 'trigger', correlationId: body.correlationId })
+  assertRowShape((await rowOf(h.stateDir, body.runId)), { id: body.runId, action: 'agent', definitionKind: 'trigger', correlationId: body.correlationId })
   await runReaches(h.stateDir, body.runId, 'succeeded')
 })
 
@@ -108,7 +108,7 @@ history('40 concurrent agent calls are 40 distinct rows, each on disk when answe
   const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => post(h.origin, '/hooks/agent', TOKEN, { message: `burst ${i}` })))
   const ids = replies.map((r) => assertOk(r, 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey']).runId as string)
   assert.is(new Set(ids).size, 40)
-  const onDisk = new Set(RunStore.readRows(h.stateDir).map((r) => r.id))
+  const onDisk = new Set((await readRows(h.stateDir)).map((r) => r.id))
   for (const id of ids) assert.ok(onDisk.has(id), `run ${id} was answered but is not on disk`)
 })
 
@@ -122,12 +122,12 @@ const later = suite<{ h: Harness }>('a next-heartbeat wake')
 later.before(async (ctx) => { ctx.h = await serve(CONFIG) })
 later.after(async (ctx) => { await ctx.h.close() })
 
-later('is stored and stays queued until the heartbeat', async ({ h }) => {
+divergesOnPostgres(later, WAKES_BEFORE_SESSION)('is stored and stays queued until the heartbeat', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/wake', TOKEN, { text: 'later', mode: 'next-heartbeat' }), 200, ['ok', 'action', 'runId', 'mode'])
   assert.is(body.mode, 'next-heartbeat')
-  assertRowShape(rowOf(h.stateDir, body.runId), { id: body.runId, action: 'wake', definitionKind: 'hook' })
+  assertRowShape((await rowOf(h.stateDir, body.runId)), { id: body.runId, action: 'wake', definitionKind: 'hook' })
   await sleep(500)
-  assert.is(rowOf(h.stateDir, body.runId)?.status, 'queued')
+  assert.is((await rowOf(h.stateDir, body.runId))?.status, 'queued')
 })
 
 later.run()
@@ -136,7 +136,7 @@ later.run()
 
 const recovery = suite('an acknowledged wake after a crash')
 
-recovery('a kill -9 between the heartbeat turn and the status change does not leave the wake queued forever', async () => {
+divergesOnPostgres(recovery, WAKES_BEFORE_SESSION)('a kill -9 between the heartbeat turn and the status change does not leave the wake queued forever', async () => {
   const project = await compileProject(CONFIG)
   // 1. a wake is acknowledged and stored (next-heartbeat, so nothing runs it yet); the server stops
   const before = await serveProject(project)
@@ -144,17 +144,18 @@ recovery('a kill -9 between the heartbeat turn and the status change does not le
   await before.close()
   // 2. the state a kill -9 leaves when it lands after the heartbeat turn that read the event was
   //    journaled and before the wake's run moved on (seen with the real CLI, see serve-cli.test.ts)
-  const session = Journal.open<object>(join(project.stateDir, 'sessions', 'main', 'main.jsonl'))
+  const state = await openTestStore(project.stateDir)
+  const session = state.openLog<object>(sessionLogName('main')).log
   await session.append({ type: 'turn', id: `turn:${Date.now()}:event:${body.runId}`, at: new Date().toISOString(), events: [`event:${body.runId}`], reply: 'echo: acknowledged before the crash' })
-  await session.close()
-  assert.is(rowOf(project.stateDir, body.runId)?.status, 'queued')
+  await state.close()
+  assert.is((await rowOf(project.stateDir, body.runId))?.status, 'queued')
   // 3. the restarted server must bring the acknowledged run to an end
   const after = await serveProject(project)
   try {
-    const settled = await until('the wake to reach a final status', () => {
-      const row = rowOf(project.stateDir, body.runId)
+    const settled = await until('the wake to reach a final status', async () => {
+      const row = (await rowOf(project.stateDir, body.runId))
       return row && isFinalStatus(row.status) ? row.status : undefined
-    }, 2000).catch(() => rowOf(project.stateDir, body.runId)?.status)
+    }, 2000).catch(async () => (await rowOf(project.stateDir, body.runId))?.status)
     // Regression: resumeUnfinished skips wake rows and the session treats the event as consumed, so the acknowledged wake stays queued forever
     assert.is(settled, 'succeeded')
   } finally {

@@ -5,6 +5,9 @@
 // it, the others name that run, and a workflow run's context keeps no payload of its own. What
 // reads the request (a replay, `runs show`, the run's page, a resume) finds it through the row
 // holding it.
+//
+// store: file only — it counts the bytes appended to runs.jsonl and its blobs; the same regression
+// on PostgreSQL is test/runtime/store/postgres/serve.test.ts (the rows' bytes in the table).
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'

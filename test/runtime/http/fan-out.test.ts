@@ -4,7 +4,10 @@ import { request } from 'node:http'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
-import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
+import type { RunStore } from '../../../runtime/store/file/runs.js'
+import type { RunRow } from '../../../runtime/store/store.js'
+import { readRows } from '../../helpers/history.js'
+import { fileStoreOnly } from '../../helpers/stores.js'
 import { assertError, assertOk, post, runReaches, serve, setTestToken, until, type Harness } from './harness.js'
 
 const token = setTestToken()
@@ -75,7 +78,7 @@ const h: Harness = await serve(CONFIG, {
   'transforms/split.mjs': 'export default function split({ payload }) { return String(payload.text).split(",") }\n',
 })
 const call = (path: string, body: unknown, headers: Record<string, string> = {}) => post(h.origin, path, token, body as Record<string, unknown>, headers)
-const rows = (): RunRow[] => RunStore.readRows(h.stateDir)
+const rows = (): Promise<RunRow[]> => readRows(h.stateDir)
 const messageOf = (id: string) => (h.service.engine.runs.get(id)?.request as { message?: string } | undefined)?.message
 
 const forEach = suite('forEach: one run per element')
@@ -87,7 +90,7 @@ forEach('three messages start three runs, listed as runIds, each rendering its o
   assert.is(body.runId, body.runIds[0], 'runId is the first run, for clients that read one')
   assert.equal(body.sessionKeys, ['hook:batch:a', 'hook:batch:b', 'hook:batch:c'])
   assert.equal(body.runIds.map(messageOf), ['#0 one', '#1 two', '#2 three'])
-  const onDisk = rows().filter((row) => body.runIds.includes(row.id))
+  const onDisk = (await rows()).filter((row) => body.runIds.includes(row.id))
   assert.is(onDisk.length, 3, 'every run is on disk when the answer comes')
   assert.ok(onDisk.every((row) => row.correlationId === body.correlationId), 'the runs share the request correlation id')
 })
@@ -96,19 +99,19 @@ forEach('a repeat with the same Idempotency-Key answers the same runIds and star
   const payload = { messages: [{ id: 'r1', subject: 'x' }, { id: 'r2', subject: 'y' }] }
   const first = await call('/hooks/batch', payload, { 'idempotency-key': 'fan-once' })
   assert.is(first.status, 202)
-  const before = rows().length
+  const before = (await rows()).length
   const again = await call('/hooks/batch', payload, { 'idempotency-key': 'fan-once' })
   assert.is(again.status, 202)
   assert.equal(again.json.runIds, first.json.runIds)
   assert.is(again.headers['idempotent-replayed'], 'true')
-  assert.is(rows().length, before)
+  assert.is((await rows()).length, before)
 })
 
 forEach('more elements than maxItems are refused with 413 too_many_items and start no run', async () => {
-  const before = rows().length
+  const before = (await rows()).length
   const r = await call('/hooks/batch', { messages: [{ id: 1 }, { id: 2 }, { id: 3 }, { id: 4 }] })
   assertError(r, 413, 'too_many_items')
-  assert.is(rows().length, before)
+  assert.is((await rows()).length, before)
 })
 
 forEach('a forEach that finds no array is refused with 400 for_each_not_array', async () => {
@@ -119,12 +122,12 @@ forEach('a forEach that finds no array is refused with 400 for_each_not_array', 
 forEach('an empty array starts nothing: 204 and one skipped row saying empty', async () => {
   const r = await call('/hooks/batch', { messages: [] })
   assert.is(r.status, 204)
-  const row = rows().find((x) => x.definitionId === 'batch' && x.status === 'skipped')
+  const row = (await rows()).find((x) => x.definitionId === 'batch' && x.status === 'skipped')
   assert.ok(row, 'the request left a skipped row')
   assert.is(row!.result, 'empty')
 })
 
-forEach('all the runs of one request are written by one journal append, one flush and one fdatasync', async () => {
+fileStoreOnly(forEach)('all the runs of one request are written by one journal append, one flush and one fdatasync', async () => {
   // wakes waiting for a heartbeat that never comes: once the earlier agent runs are done,
   // nothing else writes the history meanwhile
   await until('the earlier runs to finish', () => (h.service.engine.backlog === 0 ? true : undefined))
@@ -188,11 +191,11 @@ wait('a run slower than its wait answers the usual 202 and still finishes', asyn
 
 wait('a client that hangs up while waiting cancels nothing: the run still finishes', async () => {
   openai.queue({ delayMs: 400 })
-  const before = new Set(rows().map((r) => r.id))
+  const before = new Set((await rows()).map((r) => r.id))
   const req = request({ host: '127.0.0.1', port: h.port, path: '/hooks/slow', method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, agent: false })
   req.on('error', () => {})
   req.end(JSON.stringify({ q: 'gone' }))
-  const id = await until('the run to be accepted', () => rows().find((r) => r.definitionId === 'slow' && !before.has(r.id))?.id)
+  const id = await until('the run to be accepted', async () => (await rows()).find((r) => r.definitionId === 'slow' && !before.has(r.id))?.id)
   req.destroy()
   const row = await runReaches(h.stateDir, id, 'succeeded', 5000)
   assert.match(row.result ?? '', 'slow gone')

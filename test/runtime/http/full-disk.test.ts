@@ -2,6 +2,9 @@
 // restart, wakes kept getting 200 and stayed queued, and /healthz said ok. Now nothing is
 // acknowledged that is not on disk, /healthz says degraded while writes fail, and writing resumes
 // by itself once there is space again.
+//
+// store: file only — a full disk under the state directory's journals (a database that cannot be
+// reached is test/runtime/store/postgres/outage.test.ts).
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { mountSmallDisk } from '../../helpers/full-disk.js'

@@ -1,6 +1,9 @@
 // Shared by the HTTP contract tests: compiles a hooks.yaml written into a temp directory, serves
 // the bundle in-process on port 0 (or spawns the real `hookgate serve`), and talks to it over real
 // HTTP: node:http for ordinary requests, raw node:net sockets for slow, stalled or malformed ones.
+// Each runtime it starts runs on the store under test (test/helpers/stores.ts: the file store, or
+// with HOOKGATE_TEST_STORE=postgres a database of its own), and what it stored is read back through
+// the store-neutral reader (test/helpers/history.ts).
 import { randomBytes } from 'node:crypto'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -9,8 +12,10 @@ import { connect, type Socket } from 'node:net'
 import { dirname, join } from 'node:path'
 import * as assert from 'uvu/assert'
 import { compileFile } from '../../../compiler/index.js'
-import { startService, type Service } from '../../../runtime/service.js'
-import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
+import { startService, type Service } from '../../../runtime/serve/service.js'
+import type { RunRow } from '../../../runtime/store/store.js'
+import { storedRow } from '../../helpers/history.js'
+import { storeUrlFor, withTestStore } from '../../helpers/stores.js'
 import { hookgateBin } from '../../helpers/paths.js'
 
 /** A fresh random hook token in HOOKGATE_TEST_TOKEN, for configs written with token: ${HOOKGATE_TEST_TOKEN}. */
@@ -35,7 +40,7 @@ export interface Project {
 /** Writes hooks.yaml (and any extra files, e.g. transforms) into a new directory and compiles it into <dir>/dist. */
 export async function compileProject(yaml: string, files: Record<string, string> = {}): Promise<Project> {
   const dir = scratchDir('project-')
-  writeTree(dir, { 'hooks.yaml': yaml, ...files })
+  writeTree(dir, { 'hooks.yaml': withTestStore(yaml), ...files })
   const project = { dir, configFile: join(dir, 'hooks.yaml'), outDir: join(dir, 'dist'), stateDir: join(dir, 'state') }
   await recompile(project)
   return project
@@ -43,7 +48,7 @@ export async function compileProject(yaml: string, files: Record<string, string>
 
 /** Compiles the project's hooks.yaml (as it is now) into its out dir; throws with the findings if it fails. */
 export async function recompile(project: Project, yaml?: string): Promise<void> {
-  if (yaml !== undefined) writeFileSync(project.configFile, yaml)
+  if (yaml !== undefined) writeFileSync(project.configFile, withTestStore(yaml))
   const outcome = await compileFile(project.configFile, { outDir: project.outDir })
   if (!outcome.ok) {
     throw new Error('test setup: the config does not compile:\n' + outcome.diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}`).join('\n'))
@@ -68,8 +73,10 @@ export async function serve(yaml: string, files: Record<string, string> = {}, op
 
 export async function serveProject(project: Project, options: { watch?: boolean; reloadDeadlineMs?: number } = {}): Promise<Harness> {
   const logs: string[] = []
+  const store = await storeUrlFor(project.stateDir)
   const service = await startService({
     bundle: project.outDir,
+    ...(store !== undefined ? { store } : {}),
     port: 0,
     host: '127.0.0.1',
     stateDir: project.stateDir,
@@ -292,17 +299,18 @@ export async function until<T>(what: string, probe: () => T | undefined | Promis
   }
 }
 
-/** The run row with this id as it is on disk now. */
-export function rowOf(stateDir: string, id: string): RunRow | undefined {
-  return RunStore.readRows(stateDir).find((r) => r.id === id)
+/** The run row with this id as it is stored now. */
+export function rowOf(stateDir: string, id: string): Promise<RunRow | undefined> {
+  return storedRow(stateDir, id)
 }
 
-/** Waits until the run reaches `status` on disk. */
-export function runReaches(stateDir: string, id: string, status: RunRow['status'], withinMs = 4000): Promise<RunRow> {
-  return until(`run ${id} to be ${status} (now ${rowOf(stateDir, id)?.status ?? 'missing'})`, () => {
-    const row = rowOf(stateDir, id)
-    return row && row.status === status ? row : undefined
-  }, withinMs)
+/** Waits until the run reaches `status` in the store. */
+export async function runReaches(stateDir: string, id: string, status: RunRow['status'], withinMs = 4000): Promise<RunRow> {
+  let last: RunRow | undefined
+  return until(`run ${id} to be ${status}`, async () => {
+    last = await rowOf(stateDir, id)
+    return last && last.status === status ? last : undefined
+  }, withinMs).catch((err: Error) => { throw new Error(`${err.message} (now ${last?.status ?? 'missing'})`) })
 }
 
 // ---- the real CLI ----------------------------------------------------------------------------
@@ -321,9 +329,10 @@ export interface ServeProcess {
   kill(): void
 }
 
-/** Spawns `hookgate serve --bundle <outDir> --port 0 --state <stateDir>` and waits for its listening line. */
-export function spawnServe(bundle: string, stateDir: string, extra: string[] = []): Promise<ServeProcess> {
-  return spawnServer([hookgateBin, 'serve', '--bundle', bundle, '--port', '0', '--host', '127.0.0.1', '--state', stateDir, ...extra], { cwd: dirname(stateDir) })
+/** Spawns `hookgate serve --bundle <outDir> --port 0 --state <stateDir>` (on the store under test) and waits for its listening line. */
+export async function spawnServe(bundle: string, stateDir: string, extra: string[] = []): Promise<ServeProcess> {
+  const store = await storeUrlFor(stateDir)
+  return spawnServer([hookgateBin, 'serve', '--bundle', bundle, '--port', '0', '--host', '127.0.0.1', '--state', stateDir, ...(store !== undefined ? ['--store', store] : []), ...extra], { cwd: dirname(stateDir) })
 }
 
 /** Spawns `node ...args` (a server that prints `hookgate listening on …`, e.g. a standalone runtime) and waits for its listening line. */

@@ -7,7 +7,8 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { hookgate, stdoutJson } from '../../cli/cli-helpers.js'
 import { compileProject, rowOf, runReaches, send, serveProject, setTestToken } from './harness.js'
-import { isJwtValue } from '../../../runtime/template-helpers.js'
+import { isJwtValue } from '../../../runtime/bundle/template-helpers.js'
+import { storeArgs } from '../../helpers/stores.js'
 
 const TOKEN = setTestToken()
 const { privateKey } = generateKeyPairSync('ed25519')
@@ -79,22 +80,22 @@ leaks('a proxy\'s identity JWT, or a JWT under any header name, is redacted from
   try {
     const rendered = await send(h.origin, '/hooks/headers', { token: TOKEN, body: {}, headers: ALL })
     assert.is(rendered.status, 202, rendered.text)
-    const message = String((rowOf(h.stateDir, rendered.json.runId)?.request as { message?: string }).message)
+    const message = String(((await rowOf(h.stateDir, rendered.json.runId))?.request as { message?: string }).message)
     for (const name of Object.keys({ ...PROXY_HEADERS, ...ANY_NAME_HEADERS })) assert.match(message, `"${name}":"[redacted]"`)
     for (const [name, value] of Object.entries(PLAIN_HEADERS)) assert.match(message, `"${name}":${JSON.stringify(value)}`)
     assert.match(message, 'one=[redacted] cf=[redacted] trace=abc.def.ghi')
 
     const seen = await send(h.origin, '/hooks/seen', { token: TOKEN, body: {}, headers: ALL })
     assert.is(seen.status, 202, seen.text)
-    const transformed = JSON.parse(String((rowOf(h.stateDir, seen.json.runId)?.request as { message?: string }).message)) as Record<string, string>
+    const transformed = JSON.parse(String(((await rowOf(h.stateDir, seen.json.runId))?.request as { message?: string }).message)) as Record<string, string>
     for (const name of Object.keys({ ...PROXY_HEADERS, ...ANY_NAME_HEADERS })) assert.is(transformed[name], '[redacted]', name)
     assert.is(transformed['x-trace'], 'abc.def.ghi')
 
     const flow = await send(h.origin, '/hooks/flow', { token: TOKEN, body: {}, headers: ALL })
     assert.is(flow.status, 202, flow.text)
     await runReaches(h.stateDir, flow.json.runId, 'succeeded', 15_000)
-    stored.push(JSON.stringify(rowOf(h.stateDir, rendered.json.runId)), JSON.stringify(rowOf(h.stateDir, seen.json.runId)), JSON.stringify(rowOf(h.stateDir, flow.json.runId)))
-    const runs = await hookgate(['runs', '--json', '--state', h.stateDir, '--limit', '50'], { cwd: h.dir })
+    stored.push(JSON.stringify((await rowOf(h.stateDir, rendered.json.runId))), JSON.stringify((await rowOf(h.stateDir, seen.json.runId))), JSON.stringify((await rowOf(h.stateDir, flow.json.runId))))
+    const runs = await hookgate(['runs', '--json', '--state', h.stateDir, ...storeArgs(h.stateDir), '--limit', '50'], { cwd: h.dir })
     stored.push(runs.stdout)
 
     // refused (a wrong token): the rejected-request log keeps the headers, the identity ones redacted
@@ -103,7 +104,7 @@ leaks('a proxy\'s identity JWT, or a JWT under any header name, is redacted from
   } finally {
     await h.close()
   }
-  const rejects = await hookgate(['rejects', '--json', '--state', project.stateDir], { cwd: project.dir })
+  const rejects = await hookgate(['rejects', '--json', '--state', project.stateDir, ...storeArgs(project.stateDir)], { cwd: project.dir })
   const records = stdoutJson<Array<{ code: string; headers: Record<string, string> }>>(rejects)
   const unauthorized = records.find((r) => r.code === 'unauthorized')
   assert.ok(unauthorized, rejects.stdout)

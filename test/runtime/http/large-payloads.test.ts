@@ -1,7 +1,9 @@
 // Regressions: with server.maxBodyBytes 4 MiB a 2 MB payload got 500 and no run row, a 600 KB
 // message got 202 and then failed ("journal record … exceeds the limit"), and four 250 KB wakes on
 // builtin/echo left their runs queued forever (the turn record, repeating every prompt, was over
-// the journal's 1 MiB line). Whatever the config admits is stored and run.
+// the journal's 1 MiB line). Whatever the config admits is stored and run. The tests that look at
+// the file store's blobs and lines run on it alone (fileStoreOnly); the conformance suite holds
+// every store to large bodies (test/runtime/store/conformance/).
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
@@ -9,6 +11,7 @@ import * as assert from 'uvu/assert'
 import { Journal } from '../../../runtime/store/file/journal.js'
 import { RunStore } from '../../../runtime/store/file/runs.js'
 import { compileProject, post, runReaches, serveProject, setTestToken } from './harness.js'
+import { fileStoreOnly } from '../../helpers/stores.js'
 
 const TOKEN = setTestToken()
 const CONFIG = `
@@ -32,7 +35,7 @@ const big = (bytes: number, fill = 'a') => ({ data: fill.repeat(bytes) })
 
 const large = suite('payloads as large as the config admits')
 
-large('a 2 MB payload on a mapping is accepted (202), recorded and run', async () => {
+fileStoreOnly(large)('a 2 MB payload on a mapping is accepted (202), recorded and run', async () => {
   const h = await serveProject(await compileProject(CONFIG))
   try {
     const r = await post(h.origin, '/hooks/bulk', TOKEN, big(2_000_000))
@@ -68,7 +71,7 @@ large('four 250 KB wakes on builtin/echo all finish instead of staying queued', 
   }
 })
 
-large('a large JSON body is stored as sent (pretty-printed, CRLF, a byte order mark): one line per record, and it reads back as its payload', async () => {
+fileStoreOnly(large)('a large JSON body is stored as sent (pretty-printed, CRLF, a byte order mark): one line per record, and it reads back as its payload', async () => {
   const h = await serveProject(await compileProject(CONFIG))
   try {
     const payload = { items: Array.from({ length: 400 }, (_, i) => ({ id: i, name: `item ${i}`, note: 'caf\u00e9 "q" \\ \u2028' })) }
@@ -90,7 +93,7 @@ large('a large JSON body is stored as sent (pretty-printed, CRLF, a byte order m
   }
 })
 
-large('a large accepted run left unfinished by a crash is resumed from its blob', async () => {
+fileStoreOnly(large)('a large accepted run left unfinished by a crash is resumed from its blob', async () => {
   const project = await compileProject(CONFIG)
   // What a process killed right after the 202 leaves behind: the row, its request in a blob.
   const store = RunStore.open(project.stateDir)

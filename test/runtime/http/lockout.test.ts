@@ -2,15 +2,16 @@
 // 429 with Retry-After until the lock-out ends; a correct token still passes and clears the count;
 // the address is the socket peer, or behind a trusted proxy the right-most untrusted
 // X-Forwarded-For hop; and the limiter's memory stays bounded however many addresses fail.
-import { openStore, storeOptionsOf } from '../../../runtime/store/open.js'
+import { storeOptionsOf } from '../../../runtime/store/open.js'
+import { openTestStore } from '../../helpers/stores.js'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { loadBundle } from '../../../runtime/bundle.js'
+import { loadBundle } from '../../../runtime/bundle/load.js'
 import { Engine } from '../../../runtime/agents/engine.js'
 import { AddressMatcher, AuthLimiter, TokenCheck, tokenDigest } from '../../../runtime/http/auth.js'
-import { createHandler } from '../../../runtime/http/server.js'
+import { createHandler } from '../../../runtime/http/handler.js'
 import { assertError, assertOk, compileProject, send, serve, setTestToken, sleep, type Harness, type Reply } from './harness.js'
 
 const TOKEN = setTestToken()
@@ -202,9 +203,9 @@ held.before(async (ctx) => {
   const project = await compileProject(PROXIED)
   const bundle = await loadBundle(project.outDir)
   ctx.limiter = new AuthLimiter(bundle.config.server.authFailures)
-  ctx.engine = Engine.open(openStore(project.stateDir, storeOptionsOf(bundle.config, false)), bundle.config, bundle.workflows)
+  ctx.engine = Engine.open(await openTestStore(project.stateDir, storeOptionsOf(bundle.config, false)), bundle.config, bundle.workflows)
   const serving = { bundle, token: new TokenCheck(tokenDigest(TOKEN)), trusted: new AddressMatcher(bundle.config.server.trustedProxies), transforms: null, signatures: new Map() }
-  ctx.server = createServer(createHandler({ current: () => serving, limiter: ctx.limiter, engine: ctx.engine, startedAt: Date.now(), log: () => {} }))
+  ctx.server = createServer(createHandler({ current: () => serving, limiter: ctx.limiter, acceptor: ctx.engine, startedAt: Date.now(), log: () => {} }))
   await new Promise<void>((resolve) => ctx.server.listen(0, '127.0.0.1', resolve))
   ctx.origin = `http://127.0.0.1:${(ctx.server.address() as AddressInfo).port}`
 })

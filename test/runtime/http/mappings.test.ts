@@ -1,11 +1,10 @@
 // Mapped paths (/hooks/<name>) end to end: wake, agent and workflow mappings, match.source routing,
 // templates fed from headers, query and payload, transforms that skip, override, throw or hang,
 // and the safety envelope around external text on its way to the agent.
-import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { Journal } from '../../../runtime/store/file/journal.js'
-import { RunStore } from '../../../runtime/store/file/runs.js'
+import { sessionLogName } from '../../../runtime/store/store.js'
+import { readLog, readRows } from '../../helpers/history.js'
 import { assertError, assertOk, post, rowOf, runReaches, send, serve, setTestToken, type Harness } from './harness.js'
 
 const TOKEN = setTestToken()
@@ -133,14 +132,14 @@ const TRANSFORMS: Record<string, string> = {
 }
 
 /** The message the mapping rendered, as stored for the run (before the safety envelope). */
-function storedMessage(h: Harness, runId: string): string | undefined {
-  return (rowOf(h.stateDir, runId)?.request as { message?: string } | undefined)?.message
+async function storedMessage(h: Harness, runId: string): Promise<string | undefined> {
+  return ((await rowOf(h.stateDir, runId))?.request as { message?: string } | undefined)?.message
 }
 
-/** The prompt the isolated turn of this run got, from <state>/sessions/isolated.jsonl. */
+/** The prompt the isolated turn of this run got, from the `isolated` record log. */
 async function isolatedPrompt(h: Harness, runId: string): Promise<string> {
   await runReaches(h.stateDir, runId, 'succeeded')
-  const { records } = Journal.read<{ type: string; runId: string; prompt: string }>(join(h.stateDir, 'sessions', 'isolated.jsonl'))
+  const records = await readLog<{ type: string; runId: string; prompt: string }>(h.stateDir, 'isolated')
   const record = records.find((r) => r.type === 'isolated' && r.runId === runId)
   assert.ok(record, `no isolated transcript record for run ${runId}`)
   return record!.prompt
@@ -157,14 +156,14 @@ mapped('a wake mapping answers 200 with action wake and its wakeMode', async ({ 
   const body = assertOk(await post(h.origin, '/hooks/alerts', TOKEN, { status: 'firing' }), 200, WAKE_KEYS)
   assert.is(body.action, 'wake')
   assert.is(body.mode, 'next-heartbeat')
-  assert.is(rowOf(h.stateDir, body.runId)?.action, 'wake')
+  assert.is((await rowOf(h.stateDir, body.runId))?.action, 'wake')
 })
 
 mapped('an agent mapping answers 202 with the sessionKey rendered from its template', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/github', TOKEN, { repo: 'acme/api' }), 202, AGENT_KEYS)
   assert.is(body.action, 'agent')
   assert.is(body.sessionKey, 'hook:github:acme/api')
-  assert.is(storedMessage(h, body.runId), 'push to acme/api')
+  assert.is((await storedMessage(h, body.runId)), 'push to acme/api')
 })
 
 mapped('a workflow mapping answers 202 with action workflow, runId and correlationId', async ({ h }) => {
@@ -178,11 +177,11 @@ mapped('a workflow mapping answers 202 with action workflow, runId and correlati
 
 mapped('match.source picks the mapping whose source equals the payload source', async ({ h }) => {
   const prom = assertOk(await post(h.origin, '/hooks/src', TOKEN, { source: 'prometheus' }), 200, WAKE_KEYS)
-  assert.is(rowOf(h.stateDir, prom.runId)?.definitionId, 'prom')
+  assert.is((await rowOf(h.stateDir, prom.runId))?.definitionId, 'prom')
   const graf = assertOk(await post(h.origin, '/hooks/src', TOKEN, { source: 'grafana' }), 202, AGENT_KEYS)
-  assert.is(rowOf(h.stateDir, graf.runId)?.definitionId, 'grafana')
+  assert.is((await rowOf(h.stateDir, graf.runId))?.definitionId, 'grafana')
   const other = assertOk(await post(h.origin, '/hooks/src', TOKEN, { source: 'nagios' }), 200, WAKE_KEYS)
-  assert.is(rowOf(h.stateDir, other.runId)?.definitionId, 'catch-all')
+  assert.is((await rowOf(h.stateDir, other.runId))?.definitionId, 'catch-all')
 })
 
 mapped('a payload whose source matches no mapping on the name is 404 no_mapping', async ({ h }) => {
@@ -194,13 +193,13 @@ mapped('a payload whose source matches no mapping on the name is 404 no_mapping'
 mapped('templates read {{headers.x-event}}, {{query.x}}, {{path}} and payload fields; a missing field is empty', async ({ h }) => {
   const reply = await post(h.origin, '/hooks/tpl?x=42', TOKEN, { a: { b: ['first', 'second'] } }, { 'x-event': 'push' })
   const body = assertOk(reply, 202, AGENT_KEYS)
-  assert.is(storedMessage(h, body.runId), 'event=push q=42 path=tpl first=first missing=[]')
+  assert.is((await storedMessage(h, body.runId)), 'event=push q=42 path=tpl first=first missing=[]')
 })
 
 mapped('token leak via {{headers}}: the Authorization and x-hookgate-token values are redacted', async ({ h }) => {
   const reply = await send(h.origin, '/hooks/headers', { token: TOKEN, body: {}, headers: { 'x-hookgate-token': TOKEN, 'x-event': 'ping' } })
   const body = assertOk(reply, 202, AGENT_KEYS)
-  const message = storedMessage(h, body.runId) ?? ''
+  const message = (await storedMessage(h, body.runId)) ?? ''
   assert.match(message, /"x-event":"ping"/)
   assert.not.ok(message.includes(TOKEN), 'the hook token reached the rendered message')
   assert.not.ok((await isolatedPrompt(h, body.runId)).includes(TOKEN), 'the hook token reached the agent prompt')
@@ -209,7 +208,7 @@ mapped('token leak via {{headers}}: the Authorization and x-hookgate-token value
 mapped('token leak via the run history: a workflow run stores no hook token on disk', async ({ h }) => {
   const reply = await send(h.origin, '/hooks/triage', { token: TOKEN, body: { x: 'leak check' }, headers: { 'x-hookgate-token': TOKEN } })
   const body = assertOk(reply, 202, WORKFLOW_KEYS)
-  const stored = JSON.stringify(rowOf(h.stateDir, body.runId))
+  const stored = JSON.stringify((await rowOf(h.stateDir, body.runId)))
   // Regression: the workflow row's request.context.headers keeps Authorization and x-hookgate-token verbatim in runs.jsonl (and `hookgate runs --json`)
   assert.not.ok(stored.includes(TOKEN), 'the hook token is stored in the run history')
 })
@@ -218,10 +217,10 @@ mapped('signature leak via {{headers}} and the run history: HMAC, signature and 
   const secrets = { 'x-shopify-hmac-sha256': 'hmac-3f9a1c', 'x-twilio-signature': 'twilio-77b2e0', 'x-functions-key': 'fnkey-51d0aa', 'x-session-id': 'sess-c0ffee' }
   // Regression: x-shopify-hmac-sha256 (and other names outside a short list) reached the rendered message and runs.jsonl verbatim
   const rendered = assertOk(await send(h.origin, '/hooks/headers', { token: TOKEN, body: {}, headers: { ...secrets, 'x-event': 'ping' } }), 202, AGENT_KEYS)
-  const message = storedMessage(h, rendered.runId) ?? ''
+  const message = (await storedMessage(h, rendered.runId)) ?? ''
   assert.match(message, /"x-shopify-hmac-sha256":"\[redacted\]"/)
   const workflow = assertOk(await send(h.origin, '/hooks/triage', { token: TOKEN, body: { x: 'sig check' }, headers: secrets }), 202, WORKFLOW_KEYS)
-  const stored = JSON.stringify(rowOf(h.stateDir, workflow.runId))
+  const stored = JSON.stringify((await rowOf(h.stateDir, workflow.runId)))
   for (const value of Object.values(secrets)) {
     assert.not.ok(message.includes(value), `${value} reached the rendered message`)
     assert.not.ok(stored.includes(value), `${value} is stored in the run history`)
@@ -245,8 +244,8 @@ transforms('a transform returning null skips the payload: 204 with an empty body
 
 transforms('a transform returning a partial action is merged over the templated one', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/override', TOKEN, { n: 3 }), 202, AGENT_KEYS)
-  assert.is(storedMessage(h, body.runId), 'overridden 3')
-  assert.is(rowOf(h.stateDir, body.runId)?.name, 'from-transform')
+  assert.is((await storedMessage(h, body.runId)), 'overridden 3')
+  assert.is((await rowOf(h.stateDir, body.runId))?.name, 'from-transform')
 })
 
 transforms('information leak: a transform that throws is 500 transform_failed with no stack, path or thrown message', async ({ h }) => {
@@ -273,7 +272,7 @@ transforms('denial of service: a transform stuck in a synchronous loop is 500 tr
 transforms('a transform that calls process.exit is 500 transform_failed and the server keeps serving transforms', async ({ h }) => {
   assertError(await post(h.origin, '/hooks/exit', TOKEN, {}), 500, 'transform_failed')
   const body = assertOk(await post(h.origin, '/hooks/override', TOKEN, { n: 10 }), 202, AGENT_KEYS)
-  assert.is(storedMessage(h, body.runId), 'overridden 10')
+  assert.is((await storedMessage(h, body.runId)), 'overridden 10')
 })
 
 transforms('a transform returning an unknown key is a 500 without details', async ({ h }) => {
@@ -286,10 +285,10 @@ transforms('the server keeps serving after transforms threw and hung', async ({ 
 })
 
 transforms('a skipped payload still leaves one run-history row with status skipped', async ({ h }) => {
-  const before = new Set(RunStore.readRows(h.stateDir).map((r) => r.id))
+  const before = new Set((await readRows(h.stateDir)).map((r) => r.id))
   const reply = await post(h.origin, '/hooks/skip', TOKEN, { n: 'skip-row' })
   assert.is(reply.status, 204)
-  const added = RunStore.readRows(h.stateDir).filter((r) => !before.has(r.id))
+  const added = (await readRows(h.stateDir)).filter((r) => !before.has(r.id))
   // Regression: a 204 skip writes no run-history row at all (DESIGN §4: every matching POST writes one row; status skipped exists for this)
   assert.equal(added.map((r) => [r.definitionId, r.status]), [['skip', 'skipped']])
 })
@@ -367,7 +366,7 @@ wakeEnvelope.after(async (ctx) => { await ctx.h.close() })
 /** What the heartbeat turn that consumed this wake's event handed the (echo) model. */
 async function heartbeatInput(h: Harness, runId: string): Promise<string> {
   await runReaches(h.stateDir, runId, 'succeeded')
-  const { records } = Journal.read<{ type: string; events?: string[]; reply?: string }>(join(h.stateDir, 'sessions', 'main', 'main.jsonl'))
+  const records = await readLog<{ type: string; events?: string[]; reply?: string }>(h.stateDir, sessionLogName('main'))
   const turn = records.find((r) => r.type === 'turn' && r.events?.includes(`event:${runId}`))
   assert.ok(turn, `no heartbeat turn consumed the event of run ${runId}`)
   assert.ok(turn!.reply!.startsWith('echo: '), turn!.reply)

@@ -9,7 +9,8 @@ import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { Journal } from '../../../runtime/store/file/journal.js'
-import { BUNDLE_FILE } from '../../../runtime/bundle-format.js'
+import { fileStoreOnly } from '../../helpers/stores.js'
+import { BUNDLE_FILE } from '../../../runtime/bundle/format.js'
 import { assertError, assertOk, post, recompile, runReaches, send, serve, setTestToken, type Harness } from './harness.js'
 
 const TOKEN = setTestToken()
@@ -319,7 +320,7 @@ const journal = suite<{ h: Harness }>('hookgate_journal_* from the journal\'s fl
 journal.before(async (ctx) => { ctx.h = await serve(CONFIG, TRANSFORMS) })
 journal.after(async (ctx) => { await ctx.h.close() })
 
-journal('a journal flush report is counted by journal kind, write and fsync times observed, its path never shown', async ({ h }) => {
+fileStoreOnly(journal)('a journal flush report is counted by journal kind, write and fsync times observed, its path never shown', async ({ h }) => {
   const onFlush = (Journal as unknown as { onFlush?: (e: object) => void }).onFlush
   assert.type(onFlush, 'function', 'serve installs the journal flush hook')
   const secretAgent = `agent-${randomBytes(6).toString('hex')}`
@@ -341,7 +342,7 @@ journal('a journal flush report is counted by journal kind, write and fsync time
   assert.not.ok(after.text.includes('ENOSPC'), 'an error message reached a label')
 })
 
-journal('a real wake moves the runs journal\'s flush counter and the fsync histogram', async ({ h }) => {
+fileStoreOnly(journal)('a real wake moves the runs journal\'s flush counter and the fsync histogram', async ({ h }) => {
   const before = await scrape(h)
   assert.is((await post(h.origin, '/hooks/wake', TOKEN, WAKE)).status, 200)
   const after = await scrape(h)

@@ -7,7 +7,8 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startFakeReceiver } from '../../fakes/channels.js'
 import { post, rowOf, serve, setTestToken, until } from './harness.js'
-import { RunStore } from '../../../runtime/store/file/runs.js'
+import { readRows } from '../../helpers/history.js'
+import { divergesOnPostgres, WAKE_STEP_BEFORE_SESSION } from '../../helpers/stores.js'
 
 const token = setTestToken()
 const receiver = await startFakeReceiver(null)
@@ -39,7 +40,7 @@ workflows:
 
 const policy = suite('notify on a workflow trigger')
 
-policy('done sends one message per POST (the workflow run), and state only the workflow run\'s own changes: none for its four steps', async () => {
+divergesOnPostgres(policy, WAKE_STEP_BEFORE_SESSION)('done sends one message per POST (the workflow run), and state only the workflow run\'s own changes: none for its four steps', async () => {
   const h = await serve(CONFIG)
   const started: Record<string, { runId: string; correlationId: string }> = {}
   try {
@@ -49,15 +50,15 @@ policy('done sends one message per POST (the workflow run), and state only the w
       started[path] = answer.json
     }
     for (const [path, { runId }] of Object.entries(started)) {
-      await until(`the ${path} workflow to finish and be told about`, () => {
-        const row = rowOf(h.stateDir, runId)
+      await until(`the ${path} workflow to finish and be told about`, async () => {
+        const row = (await rowOf(h.stateDir, runId))
         return row?.status === 'succeeded' && row.notifications?.some((n) => n.state === 'succeeded') ? row : undefined
       }, 20_000)
     }
   } finally {
     await h.close()
   }
-  const rows = RunStore.readRows(h.stateDir)
+  const rows = (await readRows(h.stateDir))
   for (const [path, { runId, correlationId }] of Object.entries(started)) {
     const steps = rows.filter((r) => r.parentRunId === runId)
     assert.is(steps.length, 4, `${path}: four step rows`)
@@ -66,7 +67,7 @@ policy('done sends one message per POST (the workflow run), and state only the w
     assert.ok(told.every((r) => r.json.data.runId === runId), `${path}: a message about another run than the workflow's`)
     const expected = path === 'graph-done' ? ['succeeded'] : ['queued', 'running', 'succeeded']
     assert.equal(told.map((r) => r.json.data.status), expected, path)
-    assert.equal(rowOf(h.stateDir, runId)!.notifications!.map((n) => n.state), expected, path)
+    assert.equal((await rowOf(h.stateDir, runId))!.notifications!.map((n) => n.state), expected, path)
   }
 })
 

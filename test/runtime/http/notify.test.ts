@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert'
 import { startFakeReceiver, type FakeReceiver, type RecordedRequest } from '../../fakes/channels.js'
 import { compileProject, post, rowOf, runReaches, serveProject, setTestToken, until, type Harness } from './harness.js'
 import { hookgate } from '../../cli/cli-helpers.js'
+import { storeArgs } from '../../helpers/stores.js'
 
 const token = setTestToken()
 const receiver = await startFakeReceiver(null)
@@ -82,9 +83,10 @@ function toldAbout(fake: FakeReceiver, runId: string): RecordedRequest[] {
 }
 
 /** Waits until the run's row on disk has `n` notifications; returns the row. */
-function notified(runId: string, n: number) {
-  return until(`run ${runId} to record ${n} notification(s) (has ${rowOf(h.stateDir, runId)?.notifications?.length ?? 0})`, () => {
-    const row = rowOf(h.stateDir, runId)
+async function notified(runId: string, n: number) {
+  const has = (await rowOf(h.stateDir, runId))?.notifications?.length ?? 0
+  return until(`run ${runId} to record ${n} notification(s) (has ${has})`, async () => {
+    const row = (await rowOf(h.stateDir, runId))
     return row && (row.notifications?.length ?? 0) >= n ? row : undefined
   }, 6000)
 }
@@ -98,7 +100,7 @@ policies('silent sends nothing about its runs', async () => {
   const later = await start('finished', 2)
   await notified(later, 1)
   assert.is(toldAbout(receiver, quiet).length, 0)
-  assert.is(rowOf(h.stateDir, quiet)!.notifications, undefined)
+  assert.is((await rowOf(h.stateDir, quiet))!.notifications, undefined)
 })
 
 policies('done sends exactly one notification, with the final status', async () => {
@@ -156,7 +158,7 @@ failures('a channel that never succeeds is recorded as failed on the row, and th
 failures('hookgate runs --json lists the notifications of each row', async () => {
   const runId = await start('finished', 8)
   await notified(runId, 1)
-  const out = await hookgate(['runs', '--state', h.stateDir, '--json'], { cwd: h.dir })
+  const out = await hookgate(['runs', '--state', h.stateDir, ...storeArgs(h.stateDir), '--json'], { cwd: h.dir })
   assert.is(out.code, 0, out.stderr)
   const row = (JSON.parse(out.stdout) as Array<{ id: string; notifications?: unknown[] }>).find((r) => r.id === runId)
   assert.is(row?.notifications?.length, 1)

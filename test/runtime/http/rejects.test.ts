@@ -3,6 +3,9 @@
 // `hookgate rejects --json` with its reason code while the server runs; no secret sent with a
 // refused request (a wrong token, a cookie, a token in the query, the real token, a body without
 // --log-bodies) reaches the files; and a flood of identical 401s is a record or two with its count.
+//
+// store: file only — it reads and seeds the file store's rejects files; the rejected-request log on
+// PostgreSQL is test/runtime/store/postgres/rejects.test.ts and serve.test.ts.
 import { appendFileSync, readFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { join } from 'node:path'

@@ -5,9 +5,9 @@ import { symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { BUNDLE_FILE } from '../../../runtime/bundle-format.js'
-import { RunStore } from '../../../runtime/store/file/runs.js'
+import { BUNDLE_FILE } from '../../../runtime/bundle/format.js'
 import { assertError, assertOk, compileProject, head, post, RawClient, recompile, scratchDir, serveProject, sleep, spawnServe, setTestToken, until, within, type Harness, type Project, type ServeProcess } from './harness.js'
+import { readRows } from '../../helpers/history.js'
 
 const TOKEN = setTestToken()
 const WAKE_KEYS = ['ok', 'action', 'runId', 'mode']
@@ -195,7 +195,7 @@ crash('every acknowledged call is on disk after kill -9, and the agent runs fini
   first.child.kill('SIGKILL')
   assert.is(await first.exited, 'SIGKILL')
   const acknowledged = replies.map((r) => { assert.ok(r.status === 202 || r.status === 200, r.text); return r.json.runId as string })
-  const onDisk = new Set(RunStore.readRows(project.stateDir).map((r) => r.id))
+  const onDisk = new Set((await readRows(project.stateDir)).map((r) => r.id))
   for (const id of acknowledged) assert.ok(onDisk.has(id), `run ${id} was acknowledged but is not on disk after kill -9`)
 
   // The agent runs must all finish. The wake is left out here: a kill landing between its heartbeat
@@ -203,8 +203,8 @@ crash('every acknowledged call is on disk after kill -9, and the agent runs fini
   const agents = acknowledged.slice(0, 20)
   const second = await spawnServe(project.outDir, project.stateDir)
   try {
-    await until('every acknowledged agent run to succeed after the restart', () => {
-      const rows = new Map(RunStore.readRows(project.stateDir).map((r) => [r.id, r.status]))
+    await until('every acknowledged agent run to succeed after the restart', async () => {
+      const rows = new Map((await readRows(project.stateDir)).map((r) => [r.id, r.status]))
       return agents.every((id) => rows.get(id) === 'succeeded') ? true : undefined
     }, 10_000, 100)
   } finally {

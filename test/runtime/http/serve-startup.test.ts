@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert'
 import { startFakeOpenAI } from '../../fakes/openai.js'
 import { hookgateBin } from '../../helpers/paths.js'
 import { assertOk, compileProject, post, rowOf, runReaches, scratchDir, setTestToken, spawnServe, type ServeProcess } from './harness.js'
+import { serveStoreArgs, storeArgs } from '../../helpers/stores.js'
 
 const TOKEN = setTestToken()
 const dir = scratchDir('startup-')
@@ -61,7 +62,7 @@ agents:
   try {
     assertOk(await post(server.origin, '/hooks/wake', TOKEN, { text: 'hello' }), 200, ['ok', 'action', 'mode', 'runId'])
     const body = assertOk(await post(server.origin, '/hooks/named', TOKEN, {}), 202, AGENT_KEYS)
-    assert.is(rowOf(project.stateDir, body.runId)?.name, 'named by the transform')
+    assert.is((await rowOf(project.stateDir, body.runId))?.name, 'named by the transform')
     await runReaches(project.stateDir, body.runId, 'succeeded')
   } finally {
     assert.is(await stop(), 0, 'undici was loaded though nothing called out')
@@ -119,9 +120,9 @@ agents:
   - { id: main, default: true, model: builtin/echo }
 `)
   for (let i = 0; i < 3; i++) {
-    const serve = await stopAtOnce(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir], project.dir, /hookgate listening/)
+    const serve = await stopAtOnce(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, ...await serveStoreArgs(project.stateDir)], project.dir, /hookgate listening/)
     assert.equal({ code: serve.code, signal: serve.signal }, { code: 0, signal: null }, serve.out)
-    const admin = await stopAtOnce(['admin', '--port', '0', '--config', 'hooks.yaml', '--out', project.outDir, '--state', project.stateDir], project.dir, /admin token/)
+    const admin = await stopAtOnce(['admin', '--port', '0', '--config', 'hooks.yaml', '--out', project.outDir, '--state', project.stateDir, ...storeArgs(project.stateDir)], project.dir, /admin token/)
     assert.equal({ code: admin.code, signal: admin.signal }, { code: 0, signal: null }, admin.out)
   }
 })

@@ -2,13 +2,15 @@
 // (Standard Webhooks' reference vector, Slack's worked example) and payloads signed the way each
 // provider documents it: valid passes; tampered body, wrong secret, stale or future timestamp,
 // missing or malformed header fail with a reason that names the part and never a secret.
+//
+// store: none — each scheme checked on its own: the PostgreSQL pass leaves it out.
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleRoute, BundleSignature } from '../../../runtime/bundle-format.js'
+import type { BundleRoute, BundleSignature } from '../../../runtime/bundle/format.js'
 import { deliveryIdOf, prepareSignatures, verifySender, type PreparedSignature, type Verdict } from '../../../runtime/http/signatures.js'
-import { SecretError } from '../../../runtime/secrets.js'
+import { SecretError } from '../../../runtime/bundle/secrets.js'
 
 /** Keys for `spec` from secret values, through the same start-up path the service uses (env references). */
 function prepare(spec: Omit<BundleSignature, 'secrets' | 'toleranceSeconds' | 'answerPing' | 'hmac'> & Partial<BundleSignature>, ...values: string[]): PreparedSignature {

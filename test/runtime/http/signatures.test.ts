@@ -13,6 +13,8 @@ import { hookgateBin } from '../../helpers/paths.js'
 import { Webhook as SvixWebhook } from 'svix'
 import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { sign as githubSign, verify as githubVerify } from '@octokit/webhooks-methods'
+import { storeArgs } from '../../helpers/stores.js'
+import { readRows } from '../../helpers/history.js'
 
 const TOKEN = setTestToken()
 process.env.HOOKGATE_TEST_GH_SECRET = 'gh-signing-secret'
@@ -155,7 +157,7 @@ signed('tampered body, wrong secret, stale or future timestamp, missing or malfo
   assertOk(await github(h, body), 200, ['ok', 'action', 'runId', 'mode'])
   // every refusal is in `hookgate rejects` with its reason code, and no secret is in the log
   const rejects = await until('the refusals in hookgate rejects', () => {
-    const run = spawnSync(process.execPath, [hookgateBin, 'rejects', '--state', h.stateDir, '--json'], { encoding: 'utf8' })
+    const run = spawnSync(process.execPath, [hookgateBin, 'rejects', '--state', h.stateDir, ...storeArgs(h.stateDir), '--json'], { encoding: 'utf8' })
     const rows = JSON.parse(run.stdout || '[]') as Array<{ path: string; status: number; code: string; count: number }>
     const signed = rows.filter((r) => r.code === 'signature_invalid')
     return signed.reduce((n, r) => n + r.count, 0) >= cases.length ? rows : undefined
@@ -295,7 +297,7 @@ signed('a GitHub delivery sent form-encoded (payload=<json>) is verified over th
   const opened = await deliver({ action: 'opened', issue: { number: 7, title: 'a & b = c' }, sender: { login: 'octocat' } })
   assert.ok(await githubVerify('gh-signing-secret', opened.form, opened.signature), 'GitHub\'s library signed the form bytes as sent')
   const accepted = assertOk(opened.reply, 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
-  assert.is((rowOf(h.stateDir, accepted.runId)?.request as { message?: string }).message, 'issue #7 opened by octocat')
+  assert.is(((await rowOf(h.stateDir, accepted.runId))?.request as { message?: string }).message, 'issue #7 opened by octocat')
   // the condition reads the event too: another action is filtered out
   assert.is((await deliver({ action: 'closed', issue: { number: 7 }, sender: { login: 'octocat' } })).reply.status, 204)
   assertError((await deliver({ action: 'opened' }, 'another secret')).reply, 401, 'signature_invalid')
@@ -312,7 +314,7 @@ signed('a replayed delivery is still answered as the original after a restart on
   assert.is(again.status, 200)
   assert.equal(again.json, first)
   assert.is(again.headers['idempotent-replayed'], 'true')
-  const rows = ctx.h.service.engine.runs.list().filter((r) => r.idempotency?.key === `sig:github:${delivery}`)
+  const rows = (await readRows(ctx.h.stateDir)).filter((r) => r.idempotency?.key === `sig:github:${delivery}`)
   assert.is(rows.length, 1, 'one run row carries the delivery')
 })
 

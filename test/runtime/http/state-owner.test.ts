@@ -1,6 +1,9 @@
 // Regression: two `hookgate serve` on one state directory both ran (the second resumed the first's
 // in-flight runs and answered the same Idempotency-Key again), and `serve` on a busy port printed
 // "address already in use" and then hung when the bundle had transforms — after resuming runs.
+//
+// store: file only — the state directory's lock and files are the file store's (several runtimes
+// on one PostgreSQL store are test/multihost/).
 import { spawn } from 'node:child_process'
 import { readFileSync, statSync } from 'node:fs'
 import { createServer } from 'node:net'

@@ -4,9 +4,11 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileProject, recompile, serveProject, setTestToken, until, type Harness } from './harness.js'
-import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
+import type { RunRow } from '../../../runtime/store/store.js'
+import { openTestStore } from '../../helpers/stores.js'
 import { fireTask, taskRunId } from '../../../runtime/scheduler/fire.js'
 import { sleep } from '../../helpers/async.js'
+import { readRows } from '../../helpers/history.js'
 
 setTestToken()
 
@@ -28,8 +30,8 @@ ${task.split('\n').map((l) => `        ${l}`).join('\n')}
 
 const TASK_ID = 'task:main:tick'
 
-function taskRows(stateDir: string): RunRow[] {
-  return RunStore.readRows(stateDir).filter((r) => r.definitionKind === 'task' && r.definitionId === TASK_ID)
+async function taskRows(stateDir: string): Promise<RunRow[]> {
+  return (await readRows(stateDir)).filter((r) => r.definitionKind === 'task' && r.definitionId === TASK_ID)
 }
 
 function slotsOf(rows: RunRow[]): string[] {
@@ -48,7 +50,7 @@ fires('fires on its 2 s slots and writes task rows with scheduledFor, which then
   const project = await compileProject(config('every: 2s'))
   const h = await serveProject(project)
   try {
-    const rows = await until('two task rows', () => { const r = taskRows(h.stateDir); return r.length >= 2 ? r : undefined }, 7000)
+    const rows = await until('two task rows', async () => { const r = (await taskRows(h.stateDir)); return r.length >= 2 ? r : undefined }, 7000)
     for (const row of rows) {
       assert.is(row.action, 'wake')
       assert.is(row.agentId, 'main')
@@ -58,13 +60,13 @@ fires('fires on its 2 s slots and writes task rows with scheduledFor, which then
     }
     assertNoSlotTwice(rows)
     const first = rows[rows.length - 1]!
-    await until('the first firing to succeed', () => (RunStore.readRows(h.stateDir).find((r) => r.id === first.id)?.status === 'succeeded' ? true : undefined), 4000)
+    await until('the first firing to succeed', async () => ((await readRows(h.stateDir)).find((r) => r.id === first.id)?.status === 'succeeded' ? true : undefined), 4000)
     // A reload (here: another task added) keeps the task's place: no slot fires twice.
     await recompile(project, config('every: 2s') + '      - name: later\n        schedule: "@yearly"\n        target: wake\n')
     assert.is(await h.service.reload(), true)
-    const seen = taskRows(h.stateDir).length
-    await until('two more task rows after the reload', () => (taskRows(h.stateDir).length >= seen + 2 ? true : undefined), 7000)
-    assertNoSlotTwice(taskRows(h.stateDir))
+    const seen = (await taskRows(h.stateDir)).length
+    await until('two more task rows after the reload', async () => ((await taskRows(h.stateDir)).length >= seen + 2 ? true : undefined), 7000)
+    assertNoSlotTwice((await taskRows(h.stateDir)))
   } finally {
     await h.close()
   }
@@ -78,7 +80,7 @@ fires('a slot already claimed is refused by the run store: firing it again write
     const slot = Date.parse('2026-01-01T00:00:00Z')
     assert.is(await fireTask(h.service.engine, task, slot), true)
     assert.is(await fireTask(h.service.engine, task, slot), false)
-    assert.is(taskRows(h.stateDir).filter((r) => r.scheduledFor === '2026-01-01T00:00:00.000Z').length, 1)
+    assert.is((await taskRows(h.stateDir)).filter((r) => r.scheduledFor === '2026-01-01T00:00:00.000Z').length, 1)
   } finally {
     await h.close()
   }
@@ -89,9 +91,9 @@ const restart = suite('a task across restarts of the server on the same state')
 restart('a restart does not fire a slot twice, and the slot passed while down is caught up once, as the latest', async () => {
   const project = await compileProject(config('every: 2s'))
   let h: Harness = await serveProject(project)
-  await until('a first task row', () => (taskRows(h.stateDir).length >= 1 ? true : undefined), 5000)
+  await until('a first task row', async () => ((await taskRows(h.stateDir)).length >= 1 ? true : undefined), 5000)
   await h.close()
-  const before = slotsOf(taskRows(project.stateDir))
+  const before = slotsOf((await taskRows(project.stateDir)))
   const lastBefore = Date.parse(before[before.length - 1]!)
   // Down across at least two slots.
   await sleep(4500)
@@ -99,14 +101,14 @@ restart('a restart does not fire a slot twice, and the slot passed while down is
   const startedAt = Date.now()
   try {
     // The catch-up is written before the service is handed back.
-    const afterStart = slotsOf(taskRows(h.stateDir))
+    const afterStart = slotsOf((await taskRows(h.stateDir)))
     const caughtUp = afterStart.filter((s) => !before.includes(s))
     const latestMissed = Math.floor(startedAt / 2000) * 2000
     assert.equal(caughtUp.map(Date.parse).filter((t) => t < latestMissed - 2000), [], `only the latest missed slot runs, not each one: ${caughtUp.join(', ')}`)
     assert.ok(caughtUp.length >= 1, 'the missed slot was caught up at start')
     assert.ok(Date.parse(caughtUp[0]!) > lastBefore + 2000, 'the slots between were not run one by one')
-    await until('the next slot to fire after the restart', () => (taskRows(h.stateDir).length > afterStart.length ? true : undefined), 5000)
-    assertNoSlotTwice(taskRows(h.stateDir))
+    await until('the next slot to fire after the restart', async () => ((await taskRows(h.stateDir)).length > afterStart.length ? true : undefined), 5000)
+    assertNoSlotTwice((await taskRows(h.stateDir)))
   } finally {
     await h.close()
   }
@@ -114,8 +116,8 @@ restart('a restart does not fire a slot twice, and the slot passed while down is
 
 /** A state directory whose history says the task last fired at `scheduledFor`. */
 async function stateWithLastFiring(stateDir: string, scheduledFor: string): Promise<void> {
-  const store = RunStore.open(stateDir, { fsync: false })
-  await store.create({ id: taskRunId(TASK_ID, scheduledFor), definitionKind: 'task', definitionId: TASK_ID, correlationId: 'c', action: 'wake', agentId: 'main', status: 'succeeded', scheduledFor })
+  const store = await openTestStore(stateDir, { fsync: false })
+  await store.runs.create({ id: taskRunId(TASK_ID, scheduledFor), definitionKind: 'task', definitionId: TASK_ID, correlationId: 'c', action: 'wake', agentId: 'main', status: 'succeeded', scheduledFor })
   await store.close()
 }
 
@@ -129,7 +131,7 @@ catchUp('with catchUp: once (the default) runs once, for today\'s midnight slot,
   await stateWithLastFiring(project.stateDir, tenDaysAgo())
   const h = await serveProject(project)
   try {
-    const rows = taskRows(h.stateDir)
+    const rows = (await taskRows(h.stateDir))
     const today = new Date(Math.floor(Date.now() / DAY) * DAY).toISOString()
     assert.equal(slotsOf(rows), [tenDaysAgo(), today])
     assert.ok(h.logs.some((l) => l.includes('task caught up a slot missed while stopped')), h.logs.join('\n'))
@@ -139,7 +141,7 @@ catchUp('with catchUp: once (the default) runs once, for today\'s midnight slot,
   // and a second start does not catch up the same slot again
   const again = await serveProject(project)
   try {
-    assert.is(taskRows(again.stateDir).length, 2)
+    assert.is((await taskRows(again.stateDir)).length, 2)
   } finally {
     await again.close()
   }
@@ -151,7 +153,7 @@ catchUp('with catchUp: skip runs nothing until the next slot', async () => {
   const h = await serveProject(project)
   try {
     await sleep(200)
-    assert.equal(slotsOf(taskRows(h.stateDir)), [tenDaysAgo()])
+    assert.equal(slotsOf((await taskRows(h.stateDir))), [tenDaysAgo()])
     const next = h.service.scheduler.upcoming()
     assert.equal(next, [{ id: TASK_ID, next: Math.floor(Date.now() / DAY) * DAY + DAY }])
   } finally {

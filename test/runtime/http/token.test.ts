@@ -1,5 +1,7 @@
 // The hook token check: a digest compare until the token has matched once, then a fixed-window
 // compare of the kept token. Whatever path a check takes, only the exact token passes.
+//
+// store: none — the token check on its own: the PostgreSQL pass leaves it out.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { TokenCheck, presentedToken, tokenDigest, MAX_TOKEN_CHARS } from '../../../runtime/http/auth.js'

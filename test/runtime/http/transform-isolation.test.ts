@@ -121,7 +121,7 @@ export async function slow() {
 
 async function nameOf(h: Harness, path: string, headers: Record<string, string> = {}): Promise<string | null | undefined> {
   const body = assertOk(await post(h.origin, path, TOKEN, {}, headers), 202, AGENT_KEYS)
-  return rowOf(h.stateDir, body.runId)?.name
+  return (await rowOf(h.stateDir, body.runId))?.name
 }
 
 const isolation = suite<{ h: Harness }>('transforms are isolated from the server')
@@ -175,7 +175,7 @@ isolation('calls queued on a process behind one that times out run once each, on
   for (const r of answers.slice(0, 2)) assertError(r, 500, 'transform_timeout')
   for (let n = 2; n < answers.length; n++) {
     const body = assertOk(answers[n]!, 202, AGENT_KEYS)
-    assert.is(rowOf(h.stateDir, body.runId)?.name, `call ${n}`)
+    assert.is((await rowOf(h.stateDir, body.runId))?.name, `call ${n}`)
   }
   assert.equal([...ran].sort((a, b) => a - b), Array.from({ length: 26 }, (_, n) => n), 'each call ran exactly once')
 })

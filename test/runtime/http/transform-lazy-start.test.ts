@@ -53,7 +53,7 @@ lazy('a server that has answered no transform call has started no transform proc
 
 lazy('the first call waits for its process, and its timeout counts from the process being ready', async ({ h }) => {
   const body = assertOk(await post(h.origin, '/hooks/quick', TOKEN, {}), 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
-  assert.is(rowOf(h.stateDir, body.runId)?.name, 'transformed')
+  assert.is((await rowOf(h.stateDir, body.runId))?.name, 'transformed')
   assert.is(started(), 1, 'one call starts one process, not the whole pool')
 })
 
@@ -63,7 +63,7 @@ lazy('a transform that never answers still times out after its timeoutMs', async
   assert.ok(Date.now() - started < 5000)
   // the timed-out process is replaced at the next call, which works
   const body = assertOk(await post(h.origin, '/hooks/quick', TOKEN, {}), 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
-  assert.is(rowOf(h.stateDir, body.runId)?.name, 'transformed')
+  assert.is((await rowOf(h.stateDir, body.runId))?.name, 'transformed')
 })
 
 lazy.run()

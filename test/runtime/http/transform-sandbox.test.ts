@@ -10,7 +10,8 @@ import { getPriority } from 'node:os'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RunStore } from '../../../runtime/store/file/runs.js'
+import { readRows } from '../../helpers/history.js'
+import { serveStoreArgs } from '../../helpers/stores.js'
 import { hookgateBin } from '../../helpers/paths.js'
 import { cpuSecondsOf, processGone, transformProcesses } from '../../helpers/processes.js'
 import { assertError, compileProject, post, scratchDir, spawnServer, until, type Project, type ServeProcess } from './harness.js'
@@ -75,7 +76,7 @@ interface Ctx { project: Project; server: ServeProcess; token: string; started: 
 
 /** The serve process, with SECRET in its environment. */
 async function start(project: Project): Promise<ServeProcess> {
-  return spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--host', '127.0.0.1', '--state', project.stateDir, '--grace-seconds', '1'],
+  return spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--host', '127.0.0.1', '--state', project.stateDir, ...await serveStoreArgs(project.stateDir), '--grace-seconds', '1'],
     { cwd: project.dir, env: { ...process.env, SERVER_SECRET: SECRET } })
 }
 
@@ -84,8 +85,8 @@ function alive(server: ServeProcess): boolean {
 }
 
 /** The failed run row the mapping's last request left, with its error. */
-function failedRow(project: Project, mapping: string): { error?: string; name?: string } | undefined {
-  return RunStore.readRows(project.stateDir).filter((r) => r.definitionId === mapping && r.status === 'failed').at(-1)
+async function failedRow(project: Project, mapping: string): Promise<{ error?: string; name?: string } | undefined> {
+  return (await readRows(project.stateDir)).filter((r) => r.definitionId === mapping && r.status === 'failed').at(-1)
 }
 
 const sandbox = suite<Ctx>('a transform cannot reach the server\'s secrets or process')
@@ -110,9 +111,9 @@ async function attack(ctx: Ctx, mapping: string, payload: Record<string, unknown
   assert.is(reply.json.error, 'the mapping transform failed', 'the client gets the generic sentence, not the transform\'s error')
   assert.ok(alive(ctx.server), 'the server died')
   assert.not.match(ctx.server.stderr(), 'Warning', 'a transform process\'s warnings reach the server\'s stderr')
-  const row = failedRow(ctx.project, mapping)
+  const row = await failedRow(ctx.project, mapping)
   assert.ok(row, `no failed run row for ${mapping}`)
-  const everything = JSON.stringify(RunStore.readRows(ctx.project.stateDir)) + ctx.server.stdout.slice(ctx.started).join('\n') + ctx.server.stderr()
+  const everything = JSON.stringify((await readRows(ctx.project.stateDir))) + ctx.server.stdout.slice(ctx.started).join('\n') + ctx.server.stderr()
   for (const secret of [ctx.token, SECRET]) assert.not.ok(everything.includes(secret), `a secret reached the runs or the log after ${mapping}`)
   // the server still runs transforms
   assert.is((await post(ctx.server.origin, '/hooks/plain', ctx.token, {})).status, 202)
@@ -181,7 +182,7 @@ lifetime.before(async (ctx) => { ctx.project = await compileProject(CONFIG, { 't
 /** A fresh server (its own state dir and token) of the same bundle. */
 async function startedServer(project: Project): Promise<{ server: ServeProcess; token: string; stateDir: string }> {
   const stateDir = join(scratchDir('state-'), 'state')
-  const server = await spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--host', '127.0.0.1', '--state', stateDir, '--grace-seconds', '1'], { cwd: project.dir })
+  const server = await spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--host', '127.0.0.1', '--state', stateDir, ...await serveStoreArgs(stateDir), '--grace-seconds', '1'], { cwd: project.dir })
   return { server, token: readFileSync(join(stateDir, 'token'), 'utf8').trim(), stateDir }
 }
 

@@ -68,7 +68,7 @@ stall('keeps serving after many such requests in a row', async ({ server }) => {
 
 stall.run()
 
-// What one request's patterns may read is bounded as they run (runtime/conditions.ts), not by
+// What one request's patterns may read is bounded as they run (runtime/bundle/conditions.ts), not by
 // refusing ordinary patterns that share a hook name at compile time.
 const BUDGET_CONFIG = `hooks:
   enabled: true

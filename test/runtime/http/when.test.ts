@@ -4,6 +4,7 @@
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { assertError, assertOk, post, rowOf, serve, setTestToken, type Harness } from './harness.js'
+import { readRows } from '../../helpers/history.js'
 
 const TOKEN = setTestToken()
 
@@ -46,22 +47,22 @@ when.after(async () => { await h.close() })
 when('the first mapping whose conditions hold is chosen', async () => {
   const r = await post(h.origin, '/hooks/github', TOKEN, { action: 'opened', number: 7 }, { 'x-github-event': 'pull_request' })
   const body = assertOk(r, 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
-  assert.is(rowOf(h.stateDir, body.runId)?.definitionId, 'pr-opened')
+  assert.is((await rowOf(h.stateDir, body.runId))?.definitionId, 'pr-opened')
 })
 
 when('a failing condition falls through to the next mapping on the same path', async () => {
   const r = await post(h.origin, '/hooks/github?env=prod', TOKEN, { ref: 'refs/heads/main' }, { 'x-github-event': 'push' })
   const body = assertOk(r, 200, ['ok', 'action', 'runId', 'mode'])
-  assert.is(rowOf(h.stateDir, body.runId)?.definitionId, 'pushes')
+  assert.is((await rowOf(h.stateDir, body.runId))?.definitionId, 'pushes')
   const tag = assertOk(await post(h.origin, '/hooks/tags', TOKEN, { ref: 'refs/heads/x' }), 200, ['ok', 'action', 'runId', 'mode'])
-  assert.is(rowOf(h.stateDir, tag.runId)?.definitionId, 'tags-rest')
+  assert.is((await rowOf(h.stateDir, tag.runId))?.definitionId, 'tags-rest')
 })
 
 when('when no mapping\'s conditions hold the answer is 204 and a skipped run with result "filtered" is recorded', async () => {
   const r = await post(h.origin, '/hooks/github', TOKEN, { action: 'closed', number: 8 }, { 'x-github-event': 'pull_request', 'x-correlation-id': 'filtered-pr-8' })
   assert.is(r.status, 204, r.text)
   assert.is(r.text, '')
-  const rows = (await import('../../../runtime/store/file/runs.js')).RunStore.readRows(h.stateDir).filter((row) => row.correlationId === 'filtered-pr-8')
+  const rows = (await readRows(h.stateDir)).filter((row) => row.correlationId === 'filtered-pr-8')
   assert.is(rows.length, 1)
   assert.is(rows[0]!.status, 'skipped')
   assert.is(rows[0]!.result, 'filtered')

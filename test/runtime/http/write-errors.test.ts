@@ -4,6 +4,8 @@
 // (ENOSPC) already recovered by itself. The rule now (runtime/store/file/journal.ts): any write
 // error is transient until proven otherwise: degraded while it lasts, then writing resumes by
 // itself and the acknowledged runs finish.
+//
+// store: file only — write errors on the state directory's files (the journal).
 import { request } from 'node:http'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'

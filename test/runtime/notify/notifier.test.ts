@@ -1,9 +1,11 @@
 // The notifier with in-memory fakes for the run store and the channel: which runs it tells about
 // (keyed off the row's definition, tasks included), the order it keeps per run, and what stop() does
 // with a notification still being sent.
+//
+// store: none — the notifier over in-memory fakes: the PostgreSQL pass leaves it out.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleConfig, BundleRoute } from '../../../runtime/bundle-format.js'
+import type { BundleConfig, BundleRoute } from '../../../runtime/bundle/format.js'
 import type { Deliverer } from '../../../runtime/agents/engine.js'
 import { Notifier, type NotifierStore } from '../../../runtime/notify/notifier.js'
 import type { RunNotification, RunRow, RunStatus } from '../../../runtime/store/file/runs.js'

@@ -3,6 +3,8 @@
 // daylight-saving rules of cron(8), and the 2026 transitions of America/New_York (02:00 EST → 03:00
 // EDT on 8 March at 07:00 UTC; 02:00 EDT → 01:00 EST on 1 November at 06:00 UTC) and Europe/Berlin
 // (02:00 CET → 03:00 CEST on 29 March at 01:00 UTC; 03:00 CEST → 02:00 CET on 25 October at 01:00 UTC).
+//
+// store: none — schedules on their own: the PostgreSQL pass leaves it out.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileCron, compileEvery } from '../../../compiler/cron.js'

@@ -1,9 +1,11 @@
 // The Scheduler with in-memory fakes and its own clock: what it fires at start (catchUp once or
 // skip), that a late wake runs the latest passed slot once rather than each one, and that stop()
 // leaves nothing armed.
+//
+// store: none — the scheduler over in-memory fakes: the PostgreSQL pass leaves it out.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { BundleTask } from '../../../runtime/bundle-format.js'
+import type { BundleTask } from '../../../runtime/bundle/format.js'
 import { Scheduler } from '../../../runtime/scheduler/scheduler.js'
 import { sleep } from '../../helpers/async.js'
 

@@ -4,9 +4,12 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileProject, setTestToken, type Project } from '../http/harness.js'
 import { describeRun, hookgate, stdoutJson } from '../../cli/cli-helpers.js'
-import { RunStore } from '../../../runtime/store/file/runs.js'
+import { openTestStore, storeArgs } from '../../helpers/stores.js'
 import { taskRunId } from '../../../runtime/scheduler/fire.js'
-import { tasksCommand, type TaskListing } from '../../../runtime/scheduler/tasks-cli.js'
+import { run as tasksVerb, type TaskListing } from '../../../cli/verbs/tasks.js'
+import type { CommandIO } from '../../../cli/flags.js'
+
+const tasksCommand = (argv: string[], context: { stateDir: string }, io: CommandIO, now: () => number) => tasksVerb(argv, io, { ...context, now })
 
 setTestToken()
 
@@ -35,14 +38,14 @@ const cli = suite('hookgate tasks')
 
 cli.before(async () => {
   project = await compileProject(CONFIG)
-  const store = RunStore.open(project.stateDir, { fsync: false })
+  const store = await openTestStore(project.stateDir, { fsync: false })
   const scheduledFor = '2026-11-23T08:00:00.000Z'
-  await store.create({ id: taskRunId('task:main:standup', scheduledFor), definitionKind: 'task', definitionId: 'task:main:standup', correlationId: 'c', action: 'agent', status: 'succeeded', scheduledFor })
+  await store.runs.create({ id: taskRunId('task:main:standup', scheduledFor), definitionKind: 'task', definitionId: 'task:main:standup', correlationId: 'c', action: 'agent', status: 'succeeded', scheduledFor })
   await store.close()
 })
 
 cli('--json lists each task with its schedule, its last firing and --count next times', async () => {
-  const r = await hookgate(['tasks', '--bundle', project.outDir, '--state', project.stateDir, '--json', '--count', '3'], { cwd: project.dir })
+  const r = await hookgate(['tasks', '--bundle', project.outDir, '--state', project.stateDir, ...storeArgs(project.stateDir), '--json', '--count', '3'], { cwd: project.dir })
   assert.is(r.code, 0, describeRun(r))
   const tasks = stdoutJson<TaskListing[]>(r)
   assert.equal(tasks.map((t) => [t.id, t.name, t.target, t.schedule, t.timezone, t.catchUp]), [
@@ -62,7 +65,7 @@ cli('--json lists each task with its schedule, its last firing and --count next 
 cli('the table shows the next weekday mornings at 09:00 Berlin time (08:00 UTC in winter)', async () => {
   let stdout = ''
   const friday = Date.parse('2026-11-27T10:00:00Z')
-  const code = await tasksCommand(['--bundle', project.outDir, '--state', project.stateDir, '--count', '2'], { stateDir: '.hookgate' }, { stdout: (t) => { stdout += t }, stderr: () => {} }, () => friday)
+  const code = await tasksCommand(['--bundle', project.outDir, '--state', project.stateDir, ...storeArgs(project.stateDir), '--count', '2'], { stateDir: '.hookgate' }, { stdout: (t) => { stdout += t }, stderr: () => {} }, () => friday)
   assert.is(code, 0)
   assert.match(stdout, 'task:main:standup  standup\n')
   assert.match(stdout, '  schedule   0 9 * * MON-FRI (Europe/Berlin), catchUp once\n')

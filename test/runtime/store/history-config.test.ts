@@ -3,7 +3,7 @@
 import { openStore, storeOptionsOf } from '../../../runtime/store/open.js'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { loadBundle } from '../../../runtime/bundle.js'
+import { loadBundle } from '../../../runtime/bundle/load.js'
 import { Engine } from '../../../runtime/agents/engine.js'
 import { DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_HISTORY, DEFAULT_KEEP_REQUEST_BYTES, RunStore } from '../../../runtime/store/file/runs.js'
 import { compileProject, setTestToken } from '../http/harness.js'

@@ -7,10 +7,13 @@ import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { MAX_HEADER_VALUE_CHARS, MAX_HEADERS, MAX_PATH_CHARS, redactHeaders, RejectLog, REJECTS_FILE, REJECTS_OLDER_FILE, type RejectRecord } from '../../../runtime/store/file/rejects.js'
-import { parseDuration } from '../../../runtime/clock.js'
-import { rejectsCommand } from '../../../runtime/store/rejects-cli.js'
+import { parseDuration } from '../../../runtime/observe/clock.js'
+import { run as rejectsVerb } from '../../../cli/verbs/rejects.js'
+import type { CommandIO } from '../../../cli/flags.js'
 import { scratchDir } from '../../helpers/paths.js'
 import { lockableDir } from '../../helpers/immutable-dir.js'
+
+const rejectsCommand = (argv: string[], context: { stateDir: string; now?: () => number }, io: CommandIO) => rejectsVerb(argv, io, context)
 
 /** A clock the test moves by hand; starts at 10:00:05 so a minute closes at 10:01:00. */
 function clock(start = Date.parse('2025-03-01T10:00:05.000Z')): { now: () => number; advance(ms: number): void } {

@@ -3,9 +3,12 @@ import * as assert from 'uvu/assert'
 import { appendFileSync, mkdirSync, mkdtempSync } from 'node:fs'
 import { join } from 'node:path'
 import { RunStore, type NewRun, type RunRow } from '../../../runtime/store/file/runs.js'
-import { RUNS_USAGE, runsCommand } from '../../../runtime/store/runs-cli.js'
-import { commandHelp, getCommand } from '../../../runtime/commands.js'
+import { RUNS_USAGE, run as runsVerb } from '../../../cli/verbs/runs.js'
+import { commandHelp, getCommand } from '../../../cli/commands.js'
+import type { CommandIO } from '../../../cli/flags.js'
 import { tempDir } from '../../helpers/paths.js'
+
+const runsCommand = (argv: string[], context: { stateDir: string; now?: () => number }, io: CommandIO) => runsVerb(argv, io, context)
 
 const scratch = tempDir('hookgate-runs-cli-')
 /** A new empty directory under this file's scratch directory (removed on exit). */

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { acquireStateLock, LOCK_FILE, StateLockedError } from '../../../runtime/store/file/state-lock.js'
+import { acquireStateLock, LOCK_FILE, StateLockedError } from '../../../runtime/lib/state-lock.js'
 import { scratchDir } from '../../helpers/paths.js'
 
 /** A pid that is certainly not running: a child that has already exited. */

@@ -8,10 +8,11 @@ import type { AddressInfo } from 'node:net'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { post, serve, setTestToken, until, type Harness } from '../http/harness.js'
-import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
+import type { RunRow } from '../../../runtime/store/store.js'
 import { compileTemplate } from '../../../compiler/templates.js'
-import { templateHelpers, type CompiledRender } from '../../../runtime/template-helpers.js'
-import { scopedStepUrl, StepUrlRefused } from '../../../runtime/workflows/step-url.js'
+import { templateHelpers, type CompiledRender } from '../../../runtime/bundle/template-helpers.js'
+import { scopedStepUrl, StepUrlRefused } from '../../../runtime/bundle/step-url.js'
+import { readRows } from '../../helpers/history.js'
 
 const token = setTestToken()
 process.env.HOOKGATE_TEST_MEMBERS_KEY = 'members-admin-key-7731'
@@ -47,8 +48,8 @@ workflows:
 `
 
 async function finished(h: Harness, runId: string): Promise<{ workflow: RunRow; step: RunRow }> {
-  return until(`workflow ${runId} to finish`, () => {
-    const rows = RunStore.readRows(h.stateDir)
+  return until(`workflow ${runId} to finish`, async () => {
+    const rows = (await readRows(h.stateDir))
     const workflow = rows.find((r) => r.id === runId)
     const step = rows.find((r) => r.parentRunId === runId && r.stepId === 'call')
     return workflow && step && ['succeeded', 'failed'].includes(workflow.status) ? { workflow, step } : undefined

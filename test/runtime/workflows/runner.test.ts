@@ -1,9 +1,11 @@
 // The workflow runner over in-memory fakes: the graph order, one row per step, retries with backoff,
 // if: skips, deadlines, and a resume that reuses what finished instead of running it again.
+//
+// store: none — the runner over in-memory fakes: the PostgreSQL pass leaves it out.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { WorkflowRunner, retryDelayMs, isFalsyCondition, type StepActions, type StepStore, type WorkflowRequest } from '../../../runtime/workflows/runner.js'
-import type { BundleWorkflow, BundleWorkflowStep } from '../../../runtime/bundle-format.js'
+import type { BundleWorkflow, BundleWorkflowStep } from '../../../runtime/bundle/format.js'
 import type { NewRun, RunRow, RunStatus, TransitionExtra } from '../../../runtime/store/file/runs.js'
 
 const FINAL = new Set(['succeeded', 'failed', 'timed_out', 'skipped'])

@@ -9,7 +9,9 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { compileProject, post, runReaches, serve, setTestToken, spawnServe, until } from '../http/harness.js'
 import { hookgate, stdoutJson } from '../../cli/cli-helpers.js'
-import { RunStore, type RunRow } from '../../../runtime/store/file/runs.js'
+import type { RunRow } from '../../../runtime/store/store.js'
+import { readRows } from '../../helpers/history.js'
+import { fileStoreOnly } from '../../helpers/stores.js'
 
 const token = setTestToken()
 process.env.HOOKGATE_TEST_STEP_KEY = 'step-key-123'
@@ -84,13 +86,14 @@ export default async function ({ steps }) {
 `,
 })
 
-function rowsOf(correlationId: string): RunRow[] {
-  return RunStore.readRows(project.stateDir).filter((r) => r.correlationId === correlationId)
+async function rowsOf(correlationId: string): Promise<RunRow[]> {
+  return (await readRows(project.stateDir)).filter((r) => r.correlationId === correlationId)
 }
 
 const e2e = suite('a three-step workflow through hookgate serve')
 
-e2e('leaves four rows under one correlation id and resumes after kill -9 without repeating the HTTP call', async () => {
+// on the file store: it counts the run records in runs.jsonl, and looks for the secret in it
+fileStoreOnly(e2e)('leaves four rows under one correlation id and resumes after kill -9 without repeating the HTTP call', async () => {
   const first = await spawnServe(project.outDir, project.stateDir)
   const answer = await post(first.origin, '/hooks/pipe', token, { id: 42, tag: 'a b&c' })
   assert.is(answer.status, 202, answer.text)
@@ -99,7 +102,7 @@ e2e('leaves four rows under one correlation id and resumes after kill -9 without
   first.child.kill('SIGKILL')
   await first.exited
 
-  const atKill = rowsOf(correlationId)
+  const atKill = await rowsOf(correlationId)
   assert.is(atKill.find((r) => r.stepId === 'fetch')?.status, 'succeeded', 'the http step had finished before the kill')
   assert.is(atKill.find((r) => r.stepId === 'enrich')?.status, 'running', 'the kill came during the transform step')
   assert.is(calls.length, 1)
@@ -107,14 +110,14 @@ e2e('leaves four rows under one correlation id and resumes after kill -9 without
   goAhead = true
   const second = await spawnServe(project.outDir, project.stateDir)
   try {
-    await until('the workflow to finish', () => (RunStore.readRows(project.stateDir).find((r) => r.id === runId)?.status === 'succeeded' ? true : undefined), 15_000)
+    await until('the workflow to finish', async () => ((await readRows(project.stateDir)).find((r) => r.id === runId)?.status === 'succeeded' ? true : undefined), 15_000)
   } finally {
     second.child.kill('SIGTERM')
     await second.exited
   }
 
   assert.is(calls.length, 1, 'the http step ran again after the restart')
-  const rows = rowsOf(correlationId)
+  const rows = await rowsOf(correlationId)
   assert.is(rows.length, 4, JSON.stringify(rows.map((r) => [r.action, r.stepId, r.status])))
   const steps = new Map(rows.filter((r) => r.stepId).map((r) => [r.stepId!, r]))
   for (const id of ['fetch', 'enrich', 'tell']) {
@@ -168,7 +171,7 @@ workflows:
     assert.is(answer.status, 202, answer.text)
     const { runId, correlationId } = answer.json as { runId: string; correlationId: string }
     const workflow = await runReaches(h.stateDir, runId, 'succeeded', 8000)
-    const rows = RunStore.readRows(h.stateDir).filter((r) => r.correlationId === correlationId)
+    const rows = (await readRows(h.stateDir)).filter((r) => r.correlationId === correlationId)
     const byStep = new Map(rows.filter((r) => r.stepId).map((r) => [r.stepId!, r]))
     assert.is(byStep.get('call')!.status, 'succeeded')
     assert.is(byStep.get('call')!.attempts, 3, 'two failed attempts, then one that succeeded')

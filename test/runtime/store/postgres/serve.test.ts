@@ -8,7 +8,7 @@ import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { hookgateBin } from '../../../helpers/paths.js'
 import { startPostgres } from '../../../helpers/pg.js'
-import { assertOk, compileProject, post, setTestToken, spawnServer, until } from '../../http/harness.js'
+import { assertOk, compileProject, post, send, setTestToken, spawnServer, until } from '../../http/harness.js'
 import { openHistory } from '../../../../runtime/store/open.js'
 
 const TOKEN = setTestToken()
@@ -145,6 +145,33 @@ workflows:
       }
     } finally {
       await history.close()
+      server.child.kill('SIGTERM')
+      assert.is(await server.exited, 0, server.stderr())
+    }
+  })
+
+  serve('hookgate_runs_total counts a PostgreSQL runtime\'s runs as it counts a file store\'s: each status an agent run enters, once committed', async () => {
+    const url = await pg.createDatabase('serve_metrics')
+    const project = await compileProject(CONFIG)
+    const server = await spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', url], { cwd: project.dir })
+    const counts = async (): Promise<Record<string, number>> => {
+      const reply = await send(server.origin, '/metrics', { method: 'GET', token: TOKEN })
+      assert.is(reply.status, 200, reply.text)
+      const out: Record<string, number> = {}
+      for (const m of reply.text.matchAll(/^hookgate_runs_total\{action="(\w+)",status="(\w+)"\} (\d+)$/gm)) out[`${m[1]} ${m[2]}`] = Number(m[3])
+      return out
+    }
+    try {
+      const before = await counts()
+      const agent = assertOk(await post(server.origin, '/hooks/agent', TOKEN, { message: 'count me', deliver: false }), 202, ['ok', 'action', 'runId', 'correlationId', 'sessionKey'])
+      assertOk(await post(server.origin, '/hooks/wake', TOKEN, { text: 'count me too', mode: 'next-heartbeat' }), 200, ['ok', 'action', 'runId', 'mode'])
+      const after = await until(`run ${agent.runId} to be counted as succeeded`, async () => {
+        const now = await counts()
+        return now['agent succeeded']! > before['agent succeeded']! ? now : undefined
+      }, 8000)
+      for (const key of ['agent queued', 'agent running', 'agent succeeded', 'wake queued']) assert.is(after[key]! - before[key]!, 1, key)
+      assert.is(after['agent failed'], before['agent failed'])
+    } finally {
       server.child.kill('SIGTERM')
       assert.is(await server.exited, 0, server.stderr())
     }

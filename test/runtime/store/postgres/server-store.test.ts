@@ -11,11 +11,11 @@ import { hookgateBin } from '../../../helpers/paths.js'
 import { startPostgres } from '../../../helpers/pg.js'
 import { describeRun, runNode, stdoutJson, type CliResult } from '../../../cli/cli-helpers.js'
 import { assertOk, compileProject, post, recompile, setTestToken, spawnServer, until, type Project } from '../../http/harness.js'
-import { loadBundle } from '../../../../runtime/bundle.js'
+import { loadBundle } from '../../../../runtime/bundle/load.js'
 import { connectStore, storeOptionsOf } from '../../../../runtime/store/open.js'
 import type { PgStore } from '../../../../runtime/store/postgres/index.js'
 import { taskRunId } from '../../../../runtime/scheduler/fire.js'
-import type { TaskListing } from '../../../../runtime/scheduler/tasks-cli.js'
+import type { TaskListing } from '../../../../cli/verbs/tasks.js'
 
 const TOKEN = setTestToken()
 const ADMIN_TOKEN = 'admin-' + 'b'.repeat(40)

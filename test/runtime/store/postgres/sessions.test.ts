@@ -9,7 +9,8 @@ import { rejectionOf } from '../../../helpers/async.js'
 import { startPostgres } from '../../../helpers/pg.js'
 import { until } from '../../http/harness.js'
 import { PgStore } from '../../../../runtime/store/postgres/index.js'
-import { RunStoreError, type RunRow, type SessionHandler } from '../../../../runtime/store/store.js'
+import { RunStoreError, sessionLogName, type RunRow, type SessionHandler } from '../../../../runtime/store/store.js'
+import { openHistory } from '../../../../runtime/store/open.js'
 
 const pg = await startPostgres()
 const sessions = suite('main sessions shared by several runtimes')
@@ -145,6 +146,25 @@ if (!pg) {
     } finally {
       await a.close()
       await b.close()
+    }
+  })
+
+  sessions('an event queued for a session is in the history\'s view of its log once queue resolves, before its owner moves it there, and once after', async () => {
+    const url = await pg.createDatabase('sessions_history')
+    const a = await PgStore.open(url, { hostTtlMs: 600 })
+    const history = openHistory('unused-state-dir', url)
+    try {
+      // no runtime serves the session yet: the event waits in the inbox
+      await a.sessions.queue('main', { type: 'event', id: 'summary:r9', text: 'run r9 finished' } as { id: string }, false)
+      const ids = async (): Promise<string[]> => (await history.logRecords<{ id?: string }>(sessionLogName('main'))).map((r) => r.id ?? '?')
+      assert.equal(await ids(), ['summary:r9'])
+      const ha = listener()
+      a.sessions.serve(['main'], ha)
+      await until('a to gain the session with the event', () => (ha.heard.gained.some((g) => g.records.length === 1) ? true : undefined), 5000)
+      assert.equal(await ids(), ['summary:r9'], 'moved into the log, read once')
+    } finally {
+      await history.close()
+      await a.close()
     }
   })
 
