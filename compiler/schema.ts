@@ -1,36 +1,50 @@
 // The config schema in TypeBox: every key hooks.yaml may hold. It is the single source for
 // validation (validate.ts), for the TypeScript types of the later phases, and for the JSON Schema
 // that `hookgate schema` prints for editors. Unknown keys are errors everywhere.
-import Type, { type Static } from 'typebox'
+import Type, { type Static, type TSchema } from 'typebox'
 
 const closed = { additionalProperties: false } as const
 
-const Id = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]*$', description: 'letters, digits, and _ . : - (not first)' })
+/**
+ * A shared type (an id, a template, a secret reference) with what this key holds as its description.
+ * Every key says what it is: docs/reference/config.md is generated from these descriptions
+ * (scripts/docs.mjs), and test/docs/references.test.ts fails on a key that has none of its own.
+ */
+/** Marks a shared type with the name the config reference gives it (a property JSON leaves out). */
+function format<T extends TSchema>(name: string, schema: T): T {
+  return Object.defineProperty(schema, '~format', { value: name, enumerable: false })
+}
+
+function described<T extends TSchema>(schema: T, description: string): T {
+  return Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(schema), description: { value: description, enumerable: true, writable: true, configurable: true } }) as T
+}
+
+const Id = format('id', Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]*$', description: 'letters, digits, and _ . : - (not first)' }))
 
 /** `${ENV_NAME}`, `{ env: NAME }`, `{ file: path }` or `{ generate: true }` (token only). */
-export const SecretRefObject = Type.Union([
+export const SecretRefObject = format('secret file or env', Type.Union([
   Type.Object({ env: Type.String({ minLength: 1, pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'environment variable that holds the secret' }) }, closed),
   Type.Object({ file: Type.String({ minLength: 1, description: 'file that holds the secret (surrounding whitespace trimmed); relative to hooks.yaml' }) }, closed),
-])
-const SecretString = Type.String({ minLength: 1, description: 'a reference written as ${ENV_NAME}' })
-export const SecretRef = Type.Union([SecretString, SecretRefObject])
+], { description: '{ env: NAME } (an environment variable) or { file: path } (a file, relative to hooks.yaml) holding the secret' }))
+const SecretString = format('env reference', Type.String({ minLength: 1, description: 'a reference written as ${ENV_NAME}' }))
+export const SecretRef = format('secret reference', Type.Union([SecretString, SecretRefObject], { description: 'a secret, never written in the file: ${ENV_NAME}, { env: NAME } or { file: path }' }))
 /** A signing secret: a reference, or one generated into the state directory for the sender to be given. */
-const SigningSecretRef = Type.Union([
+const SigningSecretRef = format('signing secret', Type.Union([
   SecretString,
   SecretRefObject,
   Type.Object({ generate: Type.Literal(true, { description: 'generate a signing secret into <state>/signing-secrets/<mapping id> on first start (0600) and keep using it' }) }, closed),
-])
+], { description: 'a secret reference (${ENV_NAME}, { env }, { file }), or { generate: true }: generated into <state>/signing-secrets/<mapping id> on first start (0600), for the sender to be given' }))
 const TokenRef = Type.Union([
   SecretString,
   SecretRefObject,
   Type.Object({ generate: Type.Literal(true, { description: 'generate a token into the state directory on first start (0600) and keep using it' }) }, closed),
 ], { description: 'the hook token: ${ENV}, { env }, { file } or { generate: true }; a literal value is accepted with a warning' })
 
-const Duration = Type.String({ pattern: '^(off|\\d+(\\.\\d+)?(ms|s|m|h|d))$', description: 'a duration like 30s, 5m, 1h, or off' })
+const Duration = format('duration', Type.String({ pattern: '^(off|\\d+(\\.\\d+)?(ms|s|m|h|d))$', description: 'a duration like 30s, 5m, 1h, or off' }))
 const WakeMode = Type.Enum(['now', 'next-heartbeat'])
 const Thinking = Type.Enum(['off', 'minimal', 'low', 'medium', 'high'], { description: 'reasoning effort for the run' })
-const ModelRef = Type.String({ minLength: 3, pattern: '^[a-z0-9][a-z0-9_-]*/.+$', description: 'provider/model, e.g. builtin/echo, openai/gpt-4o-mini, ollama/llama3.1' })
-const Template = Type.String({ description: 'a template: {{payload.x}}, {{headers.name}}, {{query.name}}, {{path}}, {{now}}' })
+const ModelRef = format('model', Type.String({ minLength: 3, pattern: '^[a-z0-9][a-z0-9_-]*/.+$', description: 'provider/model, e.g. builtin/echo, openai/gpt-4o-mini, ollama/llama3.1' }))
+const Template = format('template', Type.String({ description: 'a template: {{payload.x}}, {{headers.name}}, {{query.name}}, {{path}}, {{now}}' }))
 const TimeoutSeconds = Type.Number({ exclusiveMinimum: 0, maximum: 86400 })
 const BodyBytes = Type.Integer({ minimum: 1, maximum: 64 * 1024 * 1024 })
 
@@ -51,7 +65,7 @@ export const TransformSchema = Type.Object({
   env: Type.Optional(Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'an environment variable name: letters, digits and _, not starting with a digit' }), { uniqueItems: true, maxItems: 64, description: 'environment variables the transform may read from process.env; it sees no other (default none)' })),
 }, closed)
 
-const HeaderName = Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$", description: 'an HTTP header name' })
+const HeaderName = format('header name', Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$", description: 'an HTTP header name' }))
 
 /**
  * The sender's signature over the raw body, instead of the hook token. Which keys a scheme uses and
@@ -308,6 +322,29 @@ export type TokenRefConfig = Static<typeof TokenRef>
 export type SecretRefConfig = Static<typeof SecretRef>
 export type ProviderConfig = Static<typeof ProviderSchema>
 export type ChannelConfig = Static<typeof ChannelSchema>
+
+/** The shared types the config reference names instead of spelling them out (scripts/docs.mjs). */
+export const SCHEMA_FORMATS: Readonly<Record<string, TSchema>> = {
+  id: Id,
+  template: Template,
+  duration: Duration,
+  model: ModelRef,
+  'secret reference': SecretRef,
+  'env reference': SecretString,
+  'secret file or env': SecretRefObject,
+  'signing secret': SigningSecretRef,
+  'header name': HeaderName,
+}
+
+/**
+ * What a value of this schema must look like, for a diagnostic's hint: a shared type's own
+ * description (the form of an id, of a secret reference), not the key's (what the key is for).
+ */
+export function formOf(schema: Record<string, unknown> | undefined): string | undefined {
+  const name = schema?.['~format']
+  const shared = typeof name === 'string' ? SCHEMA_FORMATS[name] : undefined
+  return shared ? shared.description : schema?.description as string | undefined
+}
 
 /** The JSON Schema document printed by `hookgate schema`. */
 export function jsonSchemaDocument(): Record<string, unknown> {
