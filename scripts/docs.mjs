@@ -147,11 +147,11 @@ export async function configReference() {
   let keys = 0
   const parts = [
     GENERATED('compiler/schema.ts'),
-    '# Config reference (`hooks.yaml`)\n',
+    '# Config reference (`hooks.yaml`)\n\n',
     'Every key `hooks.yaml` may hold, generated from the schema the compiler validates it with ',
     '(`compiler/schema.ts`). A key not listed here is a compile error, at its file:line:col. ',
     '`node bin/hookgate.js schema` prints the same schema as JSON Schema, for editors ',
-    '(`hooks.schema.json` in the repo is its output). A default is what applies when the key is absent.\n',
+    '(`hooks.schema.json` in the repo is its output). A key\'s description gives its default: what applies when the key is absent.\n',
     '\n## Sections\n',
     sections.map((s) => `- [${s.title || 'top level'}](#${anchor(s.title || 'top level')})`).join('\n') + '\n',
   ]
@@ -161,18 +161,12 @@ export async function configReference() {
       keys++
       const path = `${title === '' ? '' : `${title}.`}${key}`
       const description = ownDescription(value, formats)
-      if (description === undefined && key !== '$schema') missing.push(path)
-      return [
-        code(key),
-        typeText(value, formats, link),
-        required.has(key) ? 'yes' : '',
-        value.default !== undefined ? code(JSON.stringify(value.default)) : '',
-        cell(key === '$schema' && description === undefined ? 'the JSON Schema an editor checks the file with, e.g. ./hooks.schema.json (the compiler ignores it)' : description ?? ''),
-      ]
+      if (description === undefined) missing.push(path)
+      return [code(key), typeText(value, formats, link), required.has(key) ? 'yes' : '', cell(description ?? '')]
     })
     parts.push(`\n## ${title || 'top level'}\n`)
-    if (title !== '' && schema.description) parts.push(`${cell(schema.description)}\n`)
-    parts.push('\n' + table(['Key', 'Type', 'Required', 'Default', 'Description'], rows) + '\n')
+    if (title !== '' && schema.description) parts.push(`\n${cell(schema.description)}\n`)
+    parts.push('\n' + table(['Key', 'Type', 'Required', 'Description'], rows) + '\n')
   }
   parts.push('\n## Formats\n', '\nTypes several keys share.\n')
   for (const f of formats) parts.push(`\n### ${f.name}\n\n${cell(f.schema.description)}${f.schema.pattern ? ` (matching ${code(f.schema.pattern)})` : ''}\n`)
@@ -189,8 +183,8 @@ export async function cliReference() {
   let flags = 0
   const parts = [
     GENERATED('cli/commands.ts, each verb\'s spec under cli/verbs/ and cli/exit-codes.ts'),
-    '# CLI reference\n',
-    '\nEvery command of `hookgate`, generated from the command table its `--help` comes from. In a clone, ',
+    '# CLI reference\n\n',
+    'Every command of `hookgate`, generated from the command table its `--help` comes from. In a clone, ',
     'run it as `node bin/hookgate.js …`; installed from npm (see [install](../install.md)), as `hookgate …`.\n',
     '\n```text\n', topLevelHelp(), '```\n',
     '\n## Exit codes\n\nEvery command exits with one of these (`cli/exit-codes.ts`):\n\n',
