@@ -177,7 +177,7 @@ export async function configReference() {
 // docs/reference/cli.md
 
 export async function cliReference() {
-  const { COMMANDS, topLevelHelp, synopsis, usageLine } = await built('cli/commands.js')
+  const { COMMANDS, synopsis, usageLine } = await built('cli/commands.js')
   const { EXIT_CODE_MEANINGS } = await built('cli/exit-codes.js')
   const missing = []
   let flags = 0
@@ -186,7 +186,8 @@ export async function cliReference() {
     '# CLI reference\n\n',
     'Every command of `hookgate`, generated from the command table its `--help` comes from. In a clone, ',
     'run it as `node bin/hookgate.js …`; installed from npm (see [install](../install.md)), as `hookgate …`.\n',
-    '\n```text\n', topLevelHelp(), '```\n',
+    '\n`hookgate --help` lists the commands, `hookgate help COMMAND` (or `hookgate COMMAND --help`) prints one command\'s help as below, ',
+    'and `hookgate --version` prints the version. Usage lines use `[--flag]` for what may be left out, `...` for what may be repeated.\n',
     '\n## Exit codes\n\nEvery command exits with one of these (`cli/exit-codes.ts`):\n\n',
     table(['Code', 'Meaning'], Object.entries(EXIT_CODE_MEANINGS).map(([n, meaning]) => [code(n), cell(meaning)])) + '\n',
     '\n## Commands\n\n',
@@ -201,10 +202,10 @@ export async function cliReference() {
         if (!f.description || !f.description.trim()) missing.push(`${c.name} --${f.name}`)
         return [code(`--${f.name}${f.value ? ` ${f.value}` : ''}`), f.default !== undefined ? code(f.default) : '', [f.required ? 'required' : '', f.multiple ? 'repeatable' : ''].filter(Boolean).join(', '), cell(f.description)]
       })
-      parts.push('\n' + table(['Flag', 'Default', 'Given', 'Description'], rows) + '\n')
+      parts.push('\n' + table(['Flag', 'Default', 'Use', 'Description'], rows) + '\n')
     }
-    if (c.readsState) parts.push('\nIt reads state and prints what it found; `--json` prints it as JSON.\n')
-    if (c.notes?.length) parts.push(`\n${c.notes.map(cell).join('\n')}\n`)
+    // the notes are the lines of a paragraph of the command's --help
+    if (c.notes?.length) parts.push(`\n${c.notes.map(cell).join(' ')}\n`)
     if (c.subcommands?.length) parts.push(`\nSubcommands: ${c.subcommands.map((m) => `[${m.name}](#${anchor(`hookgate ${m.name}`)})`).join(', ')}.\n`)
   }
   // a synopsis the usage lines above could not show is a bug of this page
