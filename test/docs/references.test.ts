@@ -2,7 +2,8 @@
 // scripts/docs.mjs makes from the sources now: a schema key, a flag or an error code changed
 // without `npm run docs` leaves a page that is not true any more, and a key or flag without a
 // description of its own leaves a row that says nothing. Both fail here; the fix is in the source
-// (compiler/schema.ts, the verb's spec, runtime/http/error-codes.ts), then `npm run docs`.
+// (compiler/schema.ts, the verb's spec, runtime/http/error-codes.ts), then `npm run docs`. And the
+// hand-written docs/http-api.md keeps a row for every field the built-in endpoints read.
 import { spawn } from 'node:child_process'
 import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -133,3 +134,20 @@ described('every error code of the registry is a row of the error reference, wit
 })
 
 described.run()
+
+const api = suite('docs/http-api.md, written by hand, names every field the built-in endpoints read')
+
+api('every field /hooks/wake and /hooks/agent read from the body is a row of its endpoint\'s table', () => {
+  const text = readFileSync(join(repoRoot, 'docs', 'http-api.md'), 'utf8')
+  for (const [endpoint, module] of [['wake', 'wake.ts'], ['agent', 'agent.ts']] as const) {
+    const source = readFileSync(join(repoRoot, 'runtime', 'endpoints', module), 'utf8')
+    // the readers of runtime/endpoints/policy.ts: field(o, 'name', …) and mode(o, 'name')
+    const fields = [...source.matchAll(/\b(?:field<\w+>|mode)\(o, '(\w+)'/g)].map((m) => m[1]!)
+    assert.ok(fields.length >= 4, `${module}: found ${fields.join(', ')}`)
+    const section = text.split(/\n(?=## )/).find((s) => s.startsWith(`## POST /hooks/${endpoint}\n`))
+    assert.ok(section, `no section for POST /hooks/${endpoint}`)
+    for (const f of fields) assert.ok(section!.includes(`\n| \`${f}\` |`), `POST /hooks/${endpoint}: no row for the field ${f}`)
+  }
+})
+
+api.run()
