@@ -346,8 +346,10 @@ for (const [label, token, files] of [
     const run = await runAdmin(dir, { HOOKGATE_ADMIN_TOKEN: HOOK_TOKEN })
     const code = await run.exited
     assert.is(code, 1, `stdout:\n${run.stdout()}\nstderr:\n${run.stderr()}`)
-    assert.match(run.stderr(), /hookgate admin: the admin token .* is the hook token/)
+    assert.match(run.stderr(), /hookgate admin: cannot start: the admin token .* is the hook token/)
     assert.is(run.stderr().trim().split('\n').length, 1, run.stderr())
+    // a log line as every line the page writes: JSON with the time
+    assert.ok(/^\d{4}-\d\d-\d\dT/.test((JSON.parse(run.stderr()) as { t: string }).t), run.stderr())
     assert.not.ok((run.stdout() + run.stderr()).includes(HOOK_TOKEN), 'the token was printed')
     assert.not.match(run.stdout(), /hookgate admin on/)
   })
