@@ -3,9 +3,12 @@
 // the Triggers (edited on the page), each with its endpoint URL, action, agent and last run; and
 // the name a run of each definition is shown by in the history (a Trigger's or Task's name, a
 // mapping's id), so that the page never shows an id where a name is expected.
-// The list comes from the compiled bundle's manifest (what is served, in the order it is matched),
-// joined with hooks.yaml for what the manifest does not carry (a mapping's agent, workflow, signature).
-import type { ManifestRoute } from '../runtime/bundle/format.js'
+// The list comes from the compiled bundle's manifest (what is served, in the order it is matched;
+// while hooks.yaml does not compile, the manifest of the bundle on disk), joined with hooks.yaml for
+// what the manifest does not carry (a mapping's agent, workflow, signature).
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { MANIFEST_FILE, type BundleManifest, type ManifestRoute } from '../runtime/bundle/format.js'
 import { presets } from '../compiler/presets/index.js'
 import type { AgentView } from './definitions.js'
 import type { ConfigValue, Endpoint } from './endpoints.js'
@@ -104,4 +107,19 @@ function mappingsById(value: ConfigValue): Map<string, { mapping: ConfigValue; p
     out.set(typeof mapping.id === 'string' ? mapping.id : `preset:${name}`, { mapping, preset: name as string })
   }
   return out
+}
+
+/** A run's summary with the name of its definition in hooks.yaml (absent for an id the file no longer has). */
+export function named<T extends Pick<RunSummary, 'definitionId'>>(row: T, names: Map<string, string>): T & { definitionName?: string } {
+  const name = names.get(row.definitionId)
+  return name === undefined ? row : { ...row, definitionName: name }
+}
+
+/** The manifest of the bundle in `outDir`: what the runtime serves while hooks.yaml does not compile. */
+export function servedManifest(outDir: string): BundleManifest | null {
+  try {
+    return JSON.parse(readFileSync(join(outDir, MANIFEST_FILE), 'utf8')) as BundleManifest
+  } catch {
+    return null
+  }
 }

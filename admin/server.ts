@@ -24,20 +24,20 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { compileSource } from '../compiler/index.js'
 import { writeBundle } from '../compiler/emit.js'
-import { compileCron, compileEvery } from '../compiler/cron.js'
-import { slotClock } from '../runtime/scheduler/cron.js'
 import { AuthLimiter, presentedToken, tokenMatches } from '../runtime/http/auth.js'
 import { HttpError, sendError, sendJson, type ErrorCode } from '../runtime/http/errors.js'
 import { DryRunFailed, DryRuns } from './dry-runs.js'
 import { basePathOf, displayPath, endpointsOf, runtimeAddress } from './endpoints.js'
 import { hookName } from '../runtime/bundle/hook-path.js'
-import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
+import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, nextFirings, type DefinitionKind, type Edit } from './definitions.js'
 import { ConfigFile, splitFindings } from './config-file.js'
-import { History, type RunSummary } from './history.js'
-import { definitionNames, routesOf } from './routes.js'
-import { MANIFEST_FILE, type BundleManifest } from '../runtime/bundle/format.js'
+import { History } from './history.js'
+import { definitionNames, named, routesOf, servedManifest } from './routes.js'
 import { YamlEditError } from './yaml-edit.js'
 import type { AdminToken } from './tokens.js'
+
+// `hookgate task` shows a Task's next firings as the page does (cli/definitions.ts imports them from here)
+export { nextFirings }
 
 export interface AdminOptions {
   config: string
@@ -213,15 +213,6 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     return definitionNames(value, listAgents(value))
   }
 
-  /** The manifest of the bundle on disk: what the runtime serves while hooks.yaml does not compile. */
-  function servedManifest(): BundleManifest | null {
-    try {
-      return JSON.parse(readFileSync(join(options.outDir, MANIFEST_FILE), 'utf8')) as BundleManifest
-    } catch {
-      return null
-    }
-  }
-
   function notAllowed(allow: string): never {
     throw new HttpError(405, 'method_not_allowed', `use ${allow}`)
   }
@@ -235,7 +226,7 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     const endpoint = endpointsOf(value, where)
     const listed = listAgents(parsed)
     // what hooks.yaml compiles to; while it does not compile, what the runtime serves from the bundle on disk
-    const manifest = outcome.result?.manifest ?? servedManifest()
+    const manifest = outcome.result?.manifest ?? servedManifest(options.outDir)
     const routes = routesOf(manifest?.routes ?? null, value, listed, endpoint, last)
     const agents = listed.map((a) => ({
       ...a,
@@ -346,12 +337,6 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
   }
 }
 
-/** A run's summary with the name of its definition in hooks.yaml (absent for an id the file no longer has). */
-function named<T extends Pick<RunSummary, 'definitionId'>>(row: T, names: Map<string, string>): T & { definitionName?: string } {
-  const name = names.get(row.definitionId)
-  return name === undefined ? row : { ...row, definitionName: name }
-}
-
 const SECURITY_HEADERS = {
   'content-security-policy': CSP,
   'x-content-type-options': 'nosniff',
@@ -399,30 +384,4 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   } catch (err) {
     throw new HttpError(400, 'invalid_json', `the body is not valid JSON: ${(err as Error).message}`)
   }
-}
-
-/** The next five slots of a Task as drafted, or [] while its schedule does not compile. */
-export function nextFirings(def: Record<string, unknown>, count = 5, now = Date.now()): string[] {
-  let clock
-  if (typeof def.schedule === 'string' && def.every === undefined) {
-    const cron = compileCron(def.schedule, typeof def.timezone === 'string' ? def.timezone : 'UTC')
-    if (!cron.ok) return []
-    try { clock = slotClock(cron.schedule) } catch { return [] }
-  } else if (typeof def.every === 'string' && def.schedule === undefined) {
-    const ms = compileEvery(def.every)
-    if (typeof ms === 'string') return []
-    clock = slotClock({ kind: 'every', everyMs: ms })
-  } else {
-    return []
-  }
-  const out: string[] = []
-  try {
-    for (let at = now, i = 0; i < count; i++) {
-      at = clock.next(at)
-      out.push(new Date(at).toISOString())
-    }
-  } catch {
-    return []
-  }
-  return out
 }
