@@ -72,7 +72,7 @@ await build({
   minify: true,
   logLevel: 'warning',
 })
-for (const file of ['index.html', 'app.css']) copyFileSync(join(uiDir, file), join(uiOut, file))
+for (const file of ['index.html', 'app.css', 'favicon.svg']) copyFileSync(join(uiDir, file), join(uiOut, file))
 // Drop outputs whose source is gone, so a deleted test never runs from a stale build.
 function pruneStale(dir) {
   if (!existsSync(dir)) return
