@@ -5,7 +5,8 @@
 // waited for until its port answers (at most 30 s) and stopped once the file's other blocks ran;
 // a block after `<!-- sh: skip — REASON -->` is skipped with its reason printed. Every `yaml` block
 // compiles alone (`compile --check`, with the repo's transforms/ beside it) unless it is marked
-// `<!-- yaml: fragment of hooks.yaml under KEY — needs … -->`. No shell line holds usage notation.
+// `<!-- yaml: fragment of hooks.yaml under KEY — needs … -->` (or `<!-- yaml: not hooks.yaml — … -->`
+// for another program's YAML, e.g. Prometheus's). No shell line holds usage notation.
 //
 // The one liberty taken with "as printed": the ports 8787, 8788 and 8790 in a file's shell lines
 // are replaced by free ones (and HOOKGATE_PORT / HOOKGATE_ADMIN_PORT set to them), so that the test
@@ -16,7 +17,7 @@ import { createServer } from 'node:net'
 import { basename, dirname, join, relative } from 'node:path'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
-import { repoRoot, tempDir } from '../helpers/paths.js'
+import { repoRoot, scratchDir } from '../helpers/paths.js'
 
 /** One fenced block of a Markdown file, with the HTML comment on the line before it, if any. */
 interface Block {
@@ -80,7 +81,7 @@ const shellMark = (b: Block) => (b.mark?.startsWith('sh:') ? b.mark.slice(3).tri
  * (dist/, state, build/, node_modules), with build/ and node_modules linked in as `npm ci` made them.
  */
 function freshCopy(): string {
-  const copy = join(tempDir('hookgate-docs-'), 'hookgate')
+  const copy = join(scratchDir('copy-'), 'hookgate')
   const skip = new Set(['.git', 'node_modules', 'build', 'dist', '.hookgate', 'state'])
   cpSync(repoRoot, copy, { recursive: true, filter: (from) => !skip.has(basename(from)) })
   symlinkSync(realpathSync(join(repoRoot, 'build')), join(copy, 'build'))
@@ -110,8 +111,10 @@ function scriptFor(file: string, fileBlocks: Block[], ports: Map<string, string>
   const parts = [
     'set -e',
     `trap 'echo "failed at $__at: $BASH_COMMAND" >&2' ERR`,
-    `trap 'for p in $(jobs -p); do kill -- -$p 2>/dev/null || kill $p 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT`,
-    'set -m',
+    // Background jobs share the script's process group (no job control), so the test can stop
+    // whatever they started by that group even if the script is killed; here they are stopped and
+    // waited for (serve drains, then lets go of the state lock) once the file's lines ran.
+    `trap 'set +e; trap - ERR; jobs=$(jobs -p); [ -z "$jobs" ] || kill $jobs 2>/dev/null; wait 2>/dev/null; true' EXIT`,
   ]
   let ran = 0
   const skipped: string[] = []
@@ -134,6 +137,8 @@ function scriptFor(file: string, fileBlocks: Block[], ports: Map<string, string>
       continue
     }
     for (const l of lines) {
+      // The copy's node_modules is the worktree's, linked: `npm ci` there would empty the real one.
+      assert.not.match(l.text, /\bnpm (ci|install|i)\b(?!.*(-g\b|--global\b|--prefix\b))/, `${file}:${l.line}: a line that reinstalls node_modules cannot run in the linked copy; mark its block <!-- sh: skip — … -->`)
       parts.push(`__at=${q(`${file}:${l.line}`)}`, sub(l.text))
       ran++
     }
@@ -217,10 +222,10 @@ rules('every yaml block compiles as shown, or says which key it sits under and w
   let compiled = 0
   for (const b of all.filter((x) => x.lang === 'yaml')) {
     if (b.mark !== undefined && b.mark.startsWith('yaml:')) {
-      if (!/^yaml: fragment of hooks\.yaml under \S+ — needs \S/.test(b.mark)) failures.push(`${b.file}:${b.line}: the mark must read "yaml: fragment of hooks.yaml under KEY — needs …": ${b.mark}`)
+      if (!/^yaml: (fragment of hooks\.yaml under \S+|not hooks\.yaml) — (needs )?\S/.test(b.mark)) failures.push(`${b.file}:${b.line}: the mark must read "yaml: fragment of hooks.yaml under KEY — needs …" or "yaml: not hooks.yaml — WHAT IT IS": ${b.mark}`)
       continue
     }
-    const dir = tempDir('hookgate-docs-yaml-')
+    const dir = scratchDir('yaml-')
     cpSync(join(repoRoot, 'transforms'), join(dir, 'transforms'), { recursive: true })
     writeFileSync(join(dir, 'hooks.yaml'), b.body)
     const run = spawnSync(process.execPath, [join(repoRoot, 'bin', 'hookgate.js'), 'compile', 'hooks.yaml', '--check'], { cwd: dir, encoding: 'utf8', timeout: 60_000 })
