@@ -1,11 +1,14 @@
 // Trigger and Task definitions as the operator page and `hookgate trigger|task` edit them: under
 // their agent in hooks.yaml, found by name (their ids are made from it), written field by field in
 // the spec's order. Nothing here checks a value: the compiler does, on the edited text, so the page
-// and the command line give the very findings `hookgate compile` would.
+// and the command line give the very findings `hookgate compile` would. A Task's next firings, as
+// the page and `hookgate task` show them, are worked out here too.
 import { isMap, isScalar, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from 'yaml'
 import { DEFAULT_AGENT, slug } from '../compiler/expand.js'
 import { documentValue, type PathSegment } from '../compiler/load.js'
 import { preservingEdit } from './yaml-edit.js'
+import { compileCron, compileEvery } from '../compiler/cron.js'
+import { slotClock } from '../runtime/scheduler/cron.js'
 
 export type DefinitionKind = 'trigger' | 'task'
 
@@ -184,4 +187,30 @@ export function listAgents(value: Record<string, any> | undefined): AgentView[] 
   }
   if (views.length === 0) views.push({ id: DEFAULT_AGENT.id, default: true, model: DEFAULT_AGENT.model, implicit: true, triggers: [], tasks: [] })
   return views
+}
+
+/** The next five slots of a Task as drafted, or [] while its schedule does not compile. */
+export function nextFirings(def: Record<string, unknown>, count = 5, now = Date.now()): string[] {
+  let clock
+  if (typeof def.schedule === 'string' && def.every === undefined) {
+    const cron = compileCron(def.schedule, typeof def.timezone === 'string' ? def.timezone : 'UTC')
+    if (!cron.ok) return []
+    try { clock = slotClock(cron.schedule) } catch { return [] }
+  } else if (typeof def.every === 'string' && def.schedule === undefined) {
+    const ms = compileEvery(def.every)
+    if (typeof ms === 'string') return []
+    clock = slotClock({ kind: 'every', everyMs: ms })
+  } else {
+    return []
+  }
+  const out: string[] = []
+  try {
+    for (let at = now, i = 0; i < count; i++) {
+      at = clock.next(at)
+      out.push(new Date(at).toISOString())
+    }
+  } catch {
+    return []
+  }
+  return out
 }

@@ -31,8 +31,11 @@ export interface RunPage {
   version: string
 }
 
-/** The columns of the history table. */
-export type RunSummary = Pick<RunRow, 'id' | 'definitionKind' | 'definitionId' | 'correlationId' | 'action' | 'status' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'name' | 'error' | 'agentId' | 'replayOf' | 'parentRunId' | 'stepId' | 'scheduledFor'>
+/**
+ * The columns of the history table: the row's own, and `durationMs`, from its start (its creation
+ * when it never started) to its end, for a finished run.
+ */
+export type RunSummary = Pick<RunRow, 'id' | 'definitionKind' | 'definitionId' | 'correlationId' | 'action' | 'status' | 'createdAt' | 'updatedAt' | 'startedAt' | 'finishedAt' | 'name' | 'error' | 'agentId' | 'replayOf' | 'parentRunId' | 'stepId' | 'scheduledFor'> & { durationMs?: number }
 
 export interface RunDetail {
   run: RunRow
@@ -42,14 +45,23 @@ export interface RunDetail {
   deliveries: Delivery[]
 }
 
-const SUMMARY_KEYS = ['id', 'definitionKind', 'definitionId', 'correlationId', 'action', 'status', 'createdAt', 'updatedAt', 'finishedAt', 'name', 'error', 'agentId', 'replayOf', 'parentRunId', 'stepId', 'scheduledFor'] as const
+const SUMMARY_KEYS = ['id', 'definitionKind', 'definitionId', 'correlationId', 'action', 'status', 'createdAt', 'updatedAt', 'startedAt', 'finishedAt', 'name', 'error', 'agentId', 'replayOf', 'parentRunId', 'stepId', 'scheduledFor'] as const
 /** Kept on disk for resume and replay: the page shows `received` (headers redacted when stored) instead. */
 const HIDDEN = new Set(['request', 'requestBlob', 'receivedBlob', 'outputBlob', 'idempotency', 'response'])
 
 export function summary(row: RunRow): RunSummary {
   const out: Record<string, unknown> = {}
   for (const k of SUMMARY_KEYS) if (row[k] !== undefined) out[k] = row[k]
+  const duration = durationOf(row)
+  if (duration !== undefined) out.durationMs = duration
   return out as RunSummary
+}
+
+/** How long a finished run took, in ms: from its start (or its creation, when it never started: a skip, a refusal) to its end. */
+export function durationOf(row: Pick<RunRow, 'createdAt' | 'startedAt' | 'finishedAt'>): number | undefined {
+  if (!row.finishedAt) return undefined
+  const ms = Date.parse(row.finishedAt) - Date.parse(row.startedAt ?? row.createdAt)
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined
 }
 
 export class History {
@@ -110,6 +122,8 @@ export class History {
     if (!related) return undefined
     const run: Record<string, unknown> = {}
     for (const [k, v] of Object.entries(related.run)) if (!HIDDEN.has(k)) run[k] = v
+    const duration = durationOf(related.run)
+    if (duration !== undefined) run.durationMs = duration
     const received = await this.reader.received(related.run)
     if (received !== undefined) run.received = received
     return {

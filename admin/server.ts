@@ -5,14 +5,14 @@
 // the runtime's state directory.
 //
 // API (all JSON; `Authorization: Bearer <admin token>` or `x-hookgate-admin-token`):
-//   GET    /api/overview                         agents with their Triggers and Tasks, workflows, channels, the runtime
+//   GET    /api/overview                         agents with their Triggers and Tasks, every route served (admin/routes.ts), workflows, channels, the runtime
 //   POST   /api/check                            { kind, agentId, original, definition } → findings by field, next firings
 //   POST   /api/try                              { agentId, definition, payload, headers? } → what the Trigger would do (in a recycled worker: dry-runs.ts)
 //   POST   /api/agents/:agent/triggers           create      (If-Match: the file hash the page read)
 //   PUT    /api/agents/:agent/triggers/:name     replace     (disable: enabled false)
 //   DELETE /api/agents/:agent/triggers/:name     delete
 //   …and the same three under /tasks
-//   GET    /api/runs?kind&status&definition&since&until&page&limit   newest first, paged
+//   GET    /api/runs?kind&status&definition&since&until&page&limit   newest first, paged; each row with its definitionName and durationMs
 //   GET    /api/runs/changes?after=VERSION       waits (wait= seconds, at most 25) until the history changes
 //   GET    /api/runs/:id                         one run with its steps, correlated runs, replays, deliveries
 import { readFileSync, existsSync } from 'node:fs'
@@ -24,18 +24,20 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { compileSource } from '../compiler/index.js'
 import { writeBundle } from '../compiler/emit.js'
-import { compileCron, compileEvery } from '../compiler/cron.js'
-import { slotClock } from '../runtime/scheduler/cron.js'
 import { AuthLimiter, presentedToken, tokenMatches } from '../runtime/http/auth.js'
 import { HttpError, sendError, sendJson, type ErrorCode } from '../runtime/http/errors.js'
 import { DryRunFailed, DryRuns } from './dry-runs.js'
 import { basePathOf, displayPath, endpointsOf, runtimeAddress } from './endpoints.js'
 import { hookName } from '../runtime/bundle/hook-path.js'
-import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, type DefinitionKind, type Edit } from './definitions.js'
+import { applyEdit, cleanDefinition, configValue, definitionId, EditError, listAgents, nextFirings, type DefinitionKind, type Edit } from './definitions.js'
 import { ConfigFile, splitFindings } from './config-file.js'
 import { History } from './history.js'
+import { definitionNames, named, routesOf, servedManifest } from './routes.js'
 import { YamlEditError } from './yaml-edit.js'
 import type { AdminToken } from './tokens.js'
+
+// `hookgate task` shows a Task's next firings as the page does (cli/definitions.ts imports them from here)
+export { nextFirings }
 
 export interface AdminOptions {
   config: string
@@ -64,6 +66,9 @@ const STATIC: Record<string, { file: string; type: string }> = {
   '/index.html': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
+  // Browsers ask for /favicon.ico whatever the page links; both names answer with the one SVG.
+  '/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml' },
+  '/favicon.ico': { file: 'favicon.svg', type: 'image/svg+xml' },
 }
 /** No inline script or style, nothing from elsewhere, no framing, no form posts. */
 export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -142,7 +147,8 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       if (method !== 'GET') return notAllowed('GET')
       const p = url.searchParams
       const num = (k: string) => (p.has(k) ? Number(p.get(k)) : undefined)
-      return send(res, 200, await history.query({
+      const names = namesNow()
+      const found = await history.query({
         kind: p.get('kind') || undefined,
         status: p.getAll('status').flatMap((s) => s.split(',')),
         definition: p.get('definition') || undefined,
@@ -150,7 +156,8 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
         until: p.get('until') || undefined,
         page: num('page'),
         limit: num('limit'),
-      }))
+      })
+      return send(res, 200, { ...found, rows: found.rows.map((r) => named(r, names)) })
     }
     if (path === '/api/runs/changes') {
       if (method !== 'GET') return notAllowed('GET')
@@ -167,7 +174,9 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     if (run) {
       if (method !== 'GET') return notAllowed('GET')
       const detail = await history.detail(pathParam(run[1]!, 'run id'))
-      return detail ? send(res, 200, detail) : fail(res, new HttpError(404, 'run_unknown', 'no run with that id in the history'))
+      if (!detail) return fail(res, new HttpError(404, 'run_unknown', 'no run with that id in the history'))
+      const names = namesNow()
+      return send(res, 200, { ...detail, run: named(detail.run, names), steps: detail.steps.map((r) => named(r, names)), correlated: detail.correlated.map((r) => named(r, names)), replays: detail.replays.map((r) => named(r, names)) })
     }
     const defs = /^\/api\/agents\/([^/]+)\/(triggers|tasks)(?:\/([^/]+))?$/.exec(path)
     if (defs) {
@@ -198,6 +207,12 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     fail(res, new HttpError(404, 'not_found', `no admin endpoint ${path.slice(0, 200)}`))
   }
 
+  /** What each definition id is called in hooks.yaml as it is now (admin/routes.ts). */
+  function namesNow(): Map<string, string> {
+    const value = configValue(config.read().text) ?? {}
+    return definitionNames(value, listAgents(value))
+  }
+
   function notAllowed(allow: string): never {
     throw new HttpError(405, 'method_not_allowed', `use ${allow}`)
   }
@@ -209,7 +224,11 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
     const value = parsed ?? {}
     const last = await history.lastRuns()
     const endpoint = endpointsOf(value, where)
-    const agents = listAgents(parsed).map((a) => ({
+    const listed = listAgents(parsed)
+    // what hooks.yaml compiles to; while it does not compile, what the runtime serves from the bundle on disk
+    const manifest = outcome.result?.manifest ?? servedManifest(options.outDir)
+    const routes = routesOf(manifest?.routes ?? null, value, listed, endpoint, last)
+    const agents = listed.map((a) => ({
       ...a,
       triggers: a.triggers.map((t) => ({ ...t, enabled: t.enabled !== false, lastRun: last.get(String(t.id)) ?? null, endpoint: endpoint(String(t.path ?? '')) })),
       tasks: a.tasks.map((t) => ({ ...t, enabled: t.enabled !== false, lastRun: last.get(String(t.id)) ?? null, next: t.enabled === false ? [] : nextFirings(t) })),
@@ -218,6 +237,8 @@ export async function startAdmin(options: AdminOptions): Promise<AdminServer> {
       config: { file: displayPath(config.file), hash, enabled: value.hooks?.enabled === true, basePath: basePathOf(value), tokenConfigured: value.hooks?.token !== undefined },
       diagnostics: outcome.diagnostics,
       agents,
+      routes,
+      routesFrom: outcome.result ? 'hooks.yaml' : manifest ? 'bundle' : null,
       workflows: (Array.isArray(value.workflows) ? value.workflows : []).filter((w: any) => typeof w?.id === 'string').map((w: any) => ({ id: w.id, ...(typeof w.description === 'string' ? { description: w.description } : {}) })),
       channels: (Array.isArray(value.channels) ? value.channels : []).filter((c: any) => typeof c?.id === 'string').map((c: any) => ({ id: c.id, type: String(c.type ?? '') })),
       runtime: await runtimeStatus(),
@@ -363,30 +384,4 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   } catch (err) {
     throw new HttpError(400, 'invalid_json', `the body is not valid JSON: ${(err as Error).message}`)
   }
-}
-
-/** The next five slots of a Task as drafted, or [] while its schedule does not compile. */
-export function nextFirings(def: Record<string, unknown>, count = 5, now = Date.now()): string[] {
-  let clock
-  if (typeof def.schedule === 'string' && def.every === undefined) {
-    const cron = compileCron(def.schedule, typeof def.timezone === 'string' ? def.timezone : 'UTC')
-    if (!cron.ok) return []
-    try { clock = slotClock(cron.schedule) } catch { return [] }
-  } else if (typeof def.every === 'string' && def.schedule === undefined) {
-    const ms = compileEvery(def.every)
-    if (typeof ms === 'string') return []
-    clock = slotClock({ kind: 'every', everyMs: ms })
-  } else {
-    return []
-  }
-  const out: string[] = []
-  try {
-    for (let at = now, i = 0; i < count; i++) {
-      at = clock.next(at)
-      out.push(new Date(at).toISOString())
-    }
-  } catch {
-    return []
-  }
-  return out
 }

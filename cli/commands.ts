@@ -1,8 +1,9 @@
 // The one table of hookgate's commands, assembled from the verbs: each command is a module under
 // cli/verbs/ named after its words (`runs show` → runs-show.ts) that holds its spec (name, summary,
 // arguments, flags) and its run. The top-level help, each group's help and the usage lines are
-// generated from it (each command's own --help from its spec, cli/flags.ts), so a flag cannot be
-// parsed without being documented; a test walks the table.
+// generated from it (each command's own --help from its spec, cli/flags.ts), and so is the CLI
+// reference (docs/reference/cli.md, scripts/docs.mjs), so a flag cannot be parsed without being
+// documented; a test walks the table.
 //
 // bin/hookgate.js imports only the verb it runs; it loads this table for the help, a group's help
 // and an unknown command. A verb imports the compiler, the control plane or the Gmail helper only

@@ -5,7 +5,7 @@
 // wrong setting), so that they still check everything else in the same run.
 import Value from 'typebox/value'
 import { Settings } from 'typebox/system'
-import { ConfigSchema, type HooksConfig } from './schema.js'
+import { ConfigSchema, formOf, type HooksConfig } from './schema.js'
 import { closest, type DiagnosticBag } from './diagnostics.js'
 import type { LoadedConfig, PathSegment } from './load.js'
 
@@ -193,7 +193,7 @@ function checkAgainst(schema: JsonSchema, value: unknown, base: PathSegment[], l
         break
       }
       case 'pattern': {
-        const described = subschemaAt(schema, e.schemaPath)?.description
+        const described = formOf(subschemaAt(schema, e.schemaPath))
         bag.error('SCHEMA_FORMAT', `${subject} has the wrong form${described ? `: ${described}` : ''}`, where())
         break
       }
@@ -233,7 +233,7 @@ function checkUnion(union: JsonSchema | undefined, value: unknown, path: PathSeg
   const subject = describePath(path)
   const shapes = branches.map(describeShape).join(', or ')
   const code = branches.every((b) => b.const !== undefined) ? 'SCHEMA_ENUM' : sameType.length === 0 ? 'SCHEMA_TYPE' : 'SCHEMA_INVALID'
-  bag.error(code, `${subject} must be ${shapes}`, loaded.locate(path), union?.description)
+  bag.error(code, `${subject} must be ${shapes}`, loaded.locate(path), formOf(union))
 }
 
 function describeShape(s: JsonSchema): string {

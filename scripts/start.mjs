@@ -11,15 +11,50 @@
 // the script so that npm's signals reach it; the parent check covers whatever runs it otherwise.
 // A child that has not stopped STOP_DEADLINE_MS after the signal is killed.
 //
-// HOOKGATE_CONFIG (default hooks.yaml), HOOKGATE_OUT (dist) and HOOKGATE_ADMIN_PORT (8790) move
-// what it compiles, where the bundle goes and where the page listens.
+// The ports: `npm start -- --port N --admin-port M`, else $HOOKGATE_PORT and $HOOKGATE_ADMIN_PORT,
+// else the config's server.port (8787 when unset) and 8790; 0 takes a free one. HOOKGATE_CONFIG
+// (default hooks.yaml) and HOOKGATE_OUT (dist) move what it compiles and where the bundle goes.
+//
+// Its own lines are JSON log lines, as serve's and admin's are ({"t","level","msg",…}: info on
+// stdout, errors on stderr), and so are compile's, each of its lines wrapped into one; when stderr
+// is a terminal, a human summary (the two URLs, compile's diagnostics as printed) is added there.
 import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
 
 const bin = fileURLToPath(new URL('../bin/hookgate.js', import.meta.url))
 const config = process.env.HOOKGATE_CONFIG ?? 'hooks.yaml'
 const out = process.env.HOOKGATE_OUT ?? 'dist'
-const adminPort = process.env.HOOKGATE_ADMIN_PORT ?? '8790'
+const human = process.stderr.isTTY === true
+
+function log(level, msg, fields = {}) {
+  const line = JSON.stringify({ t: new Date().toISOString(), level, msg, ...fields }) + '\n'
+  if (level === 'error') process.stderr.write(line)
+  else process.stdout.write(line)
+}
+
+/** The ports from the flags, else the environment; a malformed one stops here with exit 2 (a usage error). */
+function ports() {
+  let flags
+  try {
+    flags = parseArgs({ args: process.argv.slice(2), options: { port: { type: 'string' }, 'admin-port': { type: 'string' } }, strict: true }).values
+  } catch (err) {
+    log('error', `npm start: ${err.message}; usage: npm start -- --port N --admin-port M`)
+    process.exit(2)
+  }
+  const pick = (flag, env, name) => {
+    const value = flags[flag] ?? process.env[env]
+    if (value === undefined) return undefined
+    if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
+      log('error', `npm start: ${flags[flag] !== undefined ? `--${flag}` : `$${env}`} takes a port number from 0 to 65535, not "${value}"`, { [name]: value })
+      process.exit(2)
+    }
+    return value
+  }
+  return { port: pick('port', 'HOOKGATE_PORT', 'port'), adminPort: pick('admin-port', 'HOOKGATE_ADMIN_PORT', 'adminPort') ?? '8790' }
+}
+const { port, adminPort } = ports()
 /** serve's drain takes up to its --grace-seconds (10 s); past this a child is killed */
 const STOP_DEADLINE_MS = 30_000
 /** how often the parent is checked for: an orphan is noticed within this */
@@ -35,8 +70,8 @@ function run(name, args, onStdout) {
   if (onStdout) child.stdout.on('data', onStdout)
   child.on('exit', (code, signal) => {
     children.delete(name)
-    if (!stopping && name !== 'compile') {
-      process.stderr.write(`npm start: hookgate ${name} stopped (${signal ?? `exit ${code}`}); stopping the rest\n`)
+    if (!stopping) {
+      log('error', `npm start: hookgate ${name} stopped (${signal ?? `exit ${code}`}); stopping the rest`, { child: name, ...(signal ? { signal } : { exitCode: code }) })
       process.exitCode = code ?? 1
       stop()
     }
@@ -56,7 +91,8 @@ function serveChild(name, args, urlPattern) {
       urls[name] = m[1]
       buffered = ''
       if (urls.serve && urls.admin) {
-        process.stdout.write(`\nhookgate is up:\n  webhooks       ${urls.serve}\n  operator page  ${urls.admin}  (sign in with the admin token named above)\n\n`)
+        log('info', 'hookgate is up', { webhooks: urls.serve, page: urls.admin })
+        if (human) process.stderr.write(`\nhookgate is up:\n  webhooks       ${urls.serve}\n  operator page  ${urls.admin}  (sign in with the admin token named above)\n\n`)
       }
     }
   })
@@ -80,9 +116,27 @@ setInterval(() => {
   if (process.ppid !== parent) stop()
 }, PARENT_CHECK_MS).unref()
 
-run('compile', ['compile', config, '--out', out]).on('exit', (code, signal) => {
-  if (stopping) return
+// compile prints a summary on stdout and its diagnostics (file:line:col) on stderr: each line
+// becomes a log line of its own, at the level of its stream
+const compile = spawn(process.execPath, [bin, 'compile', config, '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
+children.set('compile', compile)
+const streams = [[compile.stdout, 'info'], [compile.stderr, 'error']].map(([stream, level]) => new Promise((done) => {
+  const lines = createInterface({ input: stream })
+  lines.on('line', (line) => {
+    if (line.trim() === '') return
+    log(level, line, { from: 'compile' })
+    if (human && level === 'error') process.stderr.write(line + '\n')
+  })
+  lines.on('close', done)
+}))
+compile.on('exit', async (code, signal) => {
+  children.delete('compile')
+  await Promise.all(streams)
+  if (stopping) {
+    if (children.size === 0) process.exit()
+    return
+  }
   if (code !== 0) process.exit(code ?? (signal ? 1 : 0))
-  serveChild('serve', ['serve', '--bundle', out], /hookgate listening on (\S+)/)
+  serveChild('serve', ['serve', '--bundle', out, ...(port !== undefined ? ['--port', port] : [])], /hookgate listening on (\S+)/)
   serveChild('admin', ['admin', '--config', config, '--out', out, '--port', adminPort], /hookgate admin on (\S+)/)
 })

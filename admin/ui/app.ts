@@ -54,10 +54,30 @@ function render(...nodes: Child[]): void {
   if (heading) { heading.tabIndex = -1; heading.focus() } else main.focus()
 }
 
+/** Local time to the millisecond, e.g. 2026-11-28 10:52:01.234: runs a few ms apart are told apart. */
 function when(iso: string | undefined | null): string {
   if (!iso) return ''
   const d = new Date(iso)
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString()
+  if (Number.isNaN(d.getTime())) return iso
+  const p = (n: number, w = 2) => String(n).padStart(w, '0')
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`
+}
+
+/** A run's duration: 840 ms, 2.35 s, 4 min 05 s. */
+function duration(ms: number | undefined | null): string {
+  if (ms === undefined || ms === null) return ''
+  if (ms < 1000) return `${ms} ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(2)} s`
+  return `${Math.floor(ms / 60_000)} min ${String(Math.floor((ms % 60_000) / 1000)).padStart(2, '0')} s`
+}
+
+/** What a run is shown by: its Trigger's, Task's or mapping's name, and for a workflow step the step's id. */
+function runName(run: Json): HTMLElement {
+  const definition = run.definitionName ?? run.definitionId
+  return h('span', { class: 'run-name', title: run.definitionId },
+    run.stepId ? [h('strong', {}, `step ${run.stepId}`), h('span', { class: 'muted' }, ` of ${definition}`)] : h('strong', {}, definition),
+    // a mapping's rendered name (e.g. "GitHub push"), when it says more than the definition's
+    !run.stepId && run.name && run.name !== definition ? h('span', { class: 'muted' }, ` · ${run.name}`) : null)
 }
 
 function badge(text: string): HTMLElement {
@@ -222,7 +242,33 @@ async function agentsView(): Promise<void> {
         h('td', {}, h('code', {}, a.model)),
         h('td', {}, String(a.triggers.length)),
         h('td', {}, String(a.tasks.length)))))),
+    h('section', { 'aria-labelledby': 'h-routes' },
+      h('h2', { id: 'h-routes' }, 'Routes'),
+      h('p', { class: 'muted' }, o.routesFrom === 'bundle'
+        ? `Every endpoint the runtime serves from the last bundle that compiled (${o.config.file} does not compile now). `
+        : 'Every endpoint the runtime serves. ',
+        `Mappings and presets are read-only here: edit them in ${o.config.file}. Triggers are edited on their agent's page.`),
+      routeTable(o.routes, true)),
   )
+}
+
+const KIND_LABEL: Record<string, string> = { 'built-in': 'built-in', mapping: 'mapping', preset: 'preset', trigger: 'Trigger' }
+
+/** The routes as a table: endpoint, kind, action, agent, last run; a Trigger links to its form, a mapping names its line in hooks.yaml. */
+function routeTable(routes: Json[], withAgent: boolean): HTMLElement {
+  if (routes.length === 0) return h('p', { class: 'muted' }, 'No routes: hooks.enabled is not true, or the file does not compile.')
+  return h('table', { class: 'routes' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Endpoint'), h('th', {}, 'Kind'), h('th', {}, 'Name'), h('th', {}, 'Action'), withAgent ? h('th', {}, 'Agent') : null, h('th', {}, 'Last run'), h('th', {}, 'Defined'))),
+    h('tbody', {}, routes.map((r: Json) => h('tr', { 'data-route': r.id, 'data-kind': r.kind },
+      h('td', {}, h('code', {}, r.url ?? r.name)),
+      h('td', {}, KIND_LABEL[r.kind] ?? r.kind, r.signature ? h('span', { class: 'muted' }, ` · signed (${r.signature})`) : null),
+      h('td', {}, r.title),
+      h('td', {}, r.action, r.workflow ? h('span', { class: 'muted' }, ` ${r.workflow}`) : null),
+      withAgent ? h('td', {}, r.agentId ?? h('span', { class: 'muted' }, 'from the request, else the default')) : null,
+      lastRunCell(r.lastRun),
+      h('td', {}, r.trigger
+        ? h('a', { href: `#/agents/${encodeURIComponent(r.trigger.agentId)}/triggers/${encodeURIComponent(r.trigger.name)}`, 'aria-label': `Edit Trigger ${r.trigger.name}` }, 'Edit')
+        : r.line ? h('span', { class: 'muted' }, `hooks.yaml line ${r.line}`) : h('span', { class: 'muted' }, 'built in'))))))
 }
 
 function diagnosticsNotice(o: Json): HTMLElement | null {
@@ -308,6 +354,13 @@ async function tasksView(agentId: string, flash?: HTMLElement): Promise<void> {
           h('td', {}, badge(t.enabled ? 'enabled' : 'disabled')),
           lastRunCell(t.lastRun),
           rowActions('trigger', t)))))),
+    h('section', { 'aria-labelledby': 'h-mappings' },
+      h('h2', { id: 'h-mappings' }, 'Mappings and presets'),
+      h('p', { class: 'muted' }, `Routes from ${o.config.file} that run for ${agentId}: read-only here, edited in the file.`),
+      (() => {
+        const mine = (o.routes as Json[]).filter((r) => (r.kind === 'mapping' || r.kind === 'preset') && r.agentId === agentId)
+        return mine.length === 0 ? h('p', { class: 'muted' }, 'None.') : routeTable(mine, false)
+      })()),
   )
   // After a disable or delete the outcome is where the operator's attention goes next.
   if (flash) { flash.tabIndex = -1; flash.focus() }
@@ -432,8 +485,10 @@ async function formView(kind: Kind, agentId: string, original: string | null): P
     const msgTo = h('div', { id: 'f-to-findings' })
     messages.set('channel', msg)
     messages.set('to', msgTo)
-    const row = h('fieldset', { class: 'field', 'data-field': 'channel' },
-      h('legend', { class: 'label' }, 'Reply channel/target'),
+    // A group labelled by a grid item: a fieldset's <legend> takes no grid cell, which put the
+    // controls into the 11rem label column (about 18 px wide each after their own labels).
+    const row = h('div', { class: 'field', role: 'group', 'aria-labelledby': 'f-reply-label', 'data-field': 'channel' },
+      h('span', { class: 'label', id: 'f-reply-label' }, 'Reply channel/target'),
       h('div', { class: 'control' },
         h('div', { class: 'sub' }, h('label', { for: 'f-channel' }, 'Channel'), channel, h('label', { for: 'f-to' }, 'Target (to)'), to),
         h('span', { class: 'muted' }, 'where a delivered reply goes; to may use templates'), msg, msgTo))
@@ -627,10 +682,13 @@ async function runsView(query: URLSearchParams): Promise<void> {
   for (const k of FILTERS) if (query.get(k)) apiQuery.set(k, query.get(k)!)
   apiQuery.set('page', String(page))
 
-  const definitions: Array<[string, string]> = o.agents.flatMap((a: Json) => [
-    ...a.triggers.map((t: Json) => [t.id, `Trigger ${t.name} (${a.id})`]),
-    ...a.tasks.map((t: Json) => [t.id, `Task ${t.name} (${a.id})`]),
-  ])
+  const definitions: Array<[string, string]> = [
+    ...o.agents.flatMap((a: Json) => [
+      ...a.triggers.map((t: Json) => [t.id, `Trigger ${t.name} (${a.id})`]),
+      ...a.tasks.map((t: Json) => [t.id, `Task ${t.name} (${a.id})`]),
+    ]),
+    ...(o.routes as Json[]).filter((r) => r.kind !== 'trigger').map((r) => [r.id, `${KIND_LABEL[r.kind] ?? r.kind} ${r.title}`]),
+  ]
   const select = (id: string, label: string, options: Array<[string, string]>) => {
     const s = h('select', { id, name: id }, h('option', { value: '' }, 'any'), options.map(([v, l]) => h('option', { value: v }, l)))
     s.value = query.get(id) ?? ''
@@ -648,7 +706,7 @@ async function runsView(query: URLSearchParams): Promise<void> {
   const filters = on(h('form', { class: 'card filters', 'aria-label': 'Filters' },
     select('kind', 'Definition kind', [['hook', 'hook (mapping)'], ['trigger', 'trigger'], ['task', 'task']]),
     select('status', 'Status', STATUSES.map((s) => [s, s])),
-    select('definition', 'Trigger or Task', definitions),
+    select('definition', 'Trigger, Task or mapping', definitions),
     dateInput('since', 'Since'),
     dateInput('until', 'Until'),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Apply filters'), h('a', { class: 'button', href: '#/runs' }, 'Clear'))), 'submit', (e) => {
@@ -673,13 +731,14 @@ async function runsView(query: URLSearchParams): Promise<void> {
     const rows: Json[] = r.body.rows
     tableHolder.dataset.version = version
     tableHolder.replaceChildren(rows.length === 0 ? h('p', { class: 'muted' }, 'No runs match.') : h('table', {},
-      h('thead', {}, h('tr', {}, h('th', {}, 'Created'), h('th', {}, 'Kind'), h('th', {}, 'Trigger, Task or mapping'), h('th', {}, 'Action'), h('th', {}, 'Status'), h('th', {}, 'Error'))),
-      h('tbody', {}, rows.map((row) => h('tr', { 'data-kind': row.definitionKind },
-        h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(row.id)}` }, when(row.createdAt))),
+      h('thead', {}, h('tr', {}, h('th', {}, 'Created'), h('th', {}, 'Kind'), h('th', {}, 'Trigger, Task or mapping'), h('th', {}, 'Action'), h('th', {}, 'Status'), h('th', {}, 'Duration'), h('th', {}, 'Error'))),
+      h('tbody', {}, rows.map((row) => h('tr', { 'data-kind': row.definitionKind, 'data-run': row.id },
+        h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(row.id)}` }, h('time', { datetime: row.createdAt }, when(row.createdAt)))),
         h('td', {}, row.definitionKind),
-        h('td', {}, h('code', {}, row.definitionId), row.stepId ? h('span', { class: 'muted' }, ` step ${row.stepId}`) : null),
+        h('td', {}, runName(row)),
         h('td', {}, row.action),
         h('td', {}, badge(row.status)),
+        h('td', { class: 'duration' }, duration(row.durationMs)),
         h('td', {}, row.error ?? ''))))))
     const to = (p: number) => { const q = new URLSearchParams(query); q.set('page', String(p)); return `#/runs?${q}` }
     pager.replaceChildren(...flatten([
@@ -714,13 +773,14 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 function runTable(caption: string, rows: Json[]): HTMLElement {
   const id = `h-${caption.toLowerCase().replace(/[^a-z]+/g, '-')}`
   return h('section', { 'aria-labelledby': id }, h('h2', { id }, caption), rows.length === 0 ? h('p', { class: 'muted' }, 'None.') : h('table', {},
-    h('thead', {}, h('tr', {}, h('th', {}, 'Run'), h('th', {}, 'Kind'), h('th', {}, 'Definition / step'), h('th', {}, 'Status'), h('th', {}, 'Created'))),
-    h('tbody', {}, rows.map((r) => h('tr', {},
+    h('thead', {}, h('tr', {}, h('th', {}, 'Run'), h('th', {}, 'Kind'), h('th', {}, 'Definition / step'), h('th', {}, 'Status'), h('th', {}, 'Created'), h('th', {}, 'Duration'))),
+    h('tbody', {}, rows.map((r) => h('tr', { 'data-run': r.id },
       h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(r.id)}` }, h('code', {}, r.id))),
       h('td', {}, r.definitionKind),
-      h('td', {}, h('code', {}, r.stepId ?? r.definitionId)),
+      h('td', {}, runName(r)),
       h('td', {}, badge(r.status)),
-      h('td', {}, when(r.createdAt)))))))
+      h('td', {}, when(r.createdAt)),
+      h('td', { class: 'duration' }, duration(r.durationMs)))))))
 }
 
 function json(value: unknown): HTMLElement {
@@ -735,15 +795,16 @@ async function runView(id: string): Promise<void> {
   }
   const { run, steps, correlated, replays, deliveries } = r.body
   const meta: Array<[string, unknown]> = [
-    ['Run id', run.id], ['Status', run.status], ['Definition kind', run.definitionKind], ['Definition', run.definitionId], ['Action', run.action],
+    ['Run id', run.id], ['Status', run.status], ['Definition kind', run.definitionKind], ['Definition', run.definitionName ? `${run.definitionName} (${run.definitionId})` : run.definitionId], ['Action', run.action],
     ['Name', run.name], ['Agent', run.agentId], ['Session key', run.sessionKey], ['Correlation id', run.correlationId],
-    ['Created', when(run.createdAt)], ['Started', when(run.startedAt)], ['Finished', when(run.finishedAt)], ['Attempts', run.attempts],
+    ['Created', when(run.createdAt)], ['Started', when(run.startedAt)], ['Finished', when(run.finishedAt)], ['Duration', duration(run.durationMs)], ['Attempts', run.attempts],
     ['Scheduled for', when(run.scheduledFor)], ['Replay of', run.replayOf], ['Workflow run', run.parentRunId], ['Step', run.stepId],
   ]
   const headers: Record<string, string> = run.received?.headers ?? {}
   render(
     h('p', { class: 'muted' }, h('a', { href: '#/runs' }, 'Run history'), ' › ', id),
-    h('h1', {}, `Run ${run.name ?? run.definitionId}`),
+    // a step carries its workflow's rendered name: the step is named by its id
+    h('h1', {}, run.stepId ? `Step ${run.stepId} of ${run.definitionName ?? run.name ?? run.definitionId}` : `Run ${run.name ?? run.definitionName ?? run.definitionId}`),
     h('dl', { class: 'meta' }, meta.filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))])),
     run.error ? notice('error', h('p', {}, `Error: ${run.error}`)) : null,
     h('section', { 'aria-labelledby': 'h-request' }, h('h2', { id: 'h-request' }, 'Request'),

@@ -7,6 +7,7 @@ import { portNumber, processIO, readCommandArgs, usageLine, type CommandIO, type
 import { storeFlagOk } from '../history.js'
 import { readConfig } from '../definitions.js'
 import { storeUrlOf } from '../../runtime/store/open.js'
+import { logLine } from '../log-output.js'
 
 export const spec: CommandSpec = {
   name: 'admin',
@@ -50,11 +51,11 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
   try {
     token = adminToken(stateDir)
   } catch (err) {
-    io.stderr(`hookgate admin: ${(err as Error).message}\n`)
+    io.stderr(logLine('error', `hookgate admin: cannot start: ${(err as Error).message}`))
     return ExitCode.refused
   }
   if (sameToken(token.digest, hookTokenValue(read.value.hooks?.token, dirname(resolve(v.config)), stateDir))) {
-    io.stderr(`hookgate admin: the admin token (${token.describe}) is the hook token; every webhook sender would hold the control plane. Give the page a token of its own\n`)
+    io.stderr(logLine('error', `hookgate admin: cannot start: the admin token (${token.describe}) is the hook token; every webhook sender would hold the control plane. Give the page a token of its own`))
     return ExitCode.refused
   }
   // --store wins; else the database the runtime of this config writes to. One that cannot be named
@@ -63,7 +64,7 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
   try {
     store ??= await configuredStore(read.value, v.config)
   } catch (err) {
-    io.stderr(`hookgate admin: ${(err as Error).message} (or name the store with --store URL)\n`)
+    io.stderr(logLine('error', `hookgate admin: cannot start: ${(err as Error).message} (or name the store with --store URL)`))
     return ExitCode.refused
   }
   const { startAdmin } = await import('../../admin/server.js')
@@ -72,7 +73,7 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
     admin = await startAdmin({ config: v.config, outDir: v.out, stateDir, host: v.host, port, token, ...(v['public-url'] ? { publicUrl: v['public-url'] } : {}), ...(store !== undefined ? { store } : {}), log: (line) => io.stdout(line + '\n') })
   } catch (err) {
     const e = err as NodeJS.ErrnoException
-    io.stderr(`hookgate admin: cannot start: ${e.code === 'EADDRINUSE' ? `the address is already in use (${v.host}:${port})` : e.message}\n`)
+    io.stderr(logLine('error', `hookgate admin: cannot start: ${e.code === 'EADDRINUSE' ? `the address is already in use (${v.host}:${port})` : e.message}`))
     return ExitCode.refused
   }
   // Listening for SIGTERM before saying it is up: a stop sent as soon as the line is read must
@@ -82,8 +83,10 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
     process.once('SIGTERM', stop)
     process.once('SIGINT', stop)
   })
-  if (token.generated) io.stdout(`generated an admin token (saved in ${displayPath(token.describe)}, mode 0600; it is printed only this once):\n  ${token.generated}\n`)
-  io.stdout(`hookgate admin on ${admin.url}/ (config ${displayPath(resolve(v.config))}, bundle ${v.out}, state ${displayPath(stateDir)}, admin token ${token.describe.startsWith('$') ? token.describe : displayPath(token.describe)})\n`)
+  // log lines, as serve's: the token line has the shape of serve's generated hook token line
+  if (token.generated) io.stdout(logLine('info', `generated an admin token (saved in ${displayPath(token.describe)}, mode 0600; it is printed only this once)`, { token: token.generated }))
+  const shownToken = token.describe.startsWith('$') ? token.describe : displayPath(token.describe)
+  io.stdout(logLine('info', `hookgate admin on ${admin.url}/ (config ${displayPath(resolve(v.config))}, bundle ${v.out}, state ${displayPath(stateDir)}, admin token ${shownToken})`, { url: `${admin.url}/`, config: resolve(v.config), bundle: v.out, state: stateDir, adminToken: shownToken }))
   await stopped
   return ExitCode.ok
 }

@@ -6,7 +6,7 @@ import { ExitCode } from '../exit-codes.js'
 import { BUNDLE_FLAG, portNumber, processIO, readCommandArgs, type CommandIO, type CommandSpec } from '../flags.js'
 import { storeFlagOk } from '../history.js'
 import { startService } from '../../runtime/serve/service.js'
-import { batchedStdout } from '../log-output.js'
+import { batchedStdout, logLine } from '../log-output.js'
 
 export const spec: CommandSpec = {
   name: 'serve',
@@ -63,7 +63,7 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
     const e = err as NodeJS.ErrnoException
     const reason = e.code === 'EADDRINUSE' ? `the address is already in use (${e.message.replace(/^listen EADDRINUSE: address already in use /, '')})` : e.message
     out.flush()
-    io.stderr(`hookgate serve: cannot start: ${reason}\n`)
+    io.stderr(logLine('error', `hookgate serve: cannot start: ${reason}`))
     // Promptly, whatever a half-started bundle may have left running (stderr to a pipe or file is
     // written synchronously, so the line above is out).
     process.exit(ExitCode.refused)
@@ -72,7 +72,7 @@ export async function run(argv: string[], io: CommandIO = processIO): Promise<nu
   await new Promise<void>((resolveStop) => {
     onStop = (signal: string) => {
       // out before the listener closes: from this line on, new connections are refused
-      out.write(JSON.stringify({ t: new Date().toISOString(), level: 'info', msg: `${signal}: draining and stopping` }))
+      out.write(logLine('info', `${signal}: draining and stopping`).trimEnd())
       out.flush()
       service.close().finally(out.flush).then(resolveStop, resolveStop)
     }

@@ -1,10 +1,11 @@
 // Every code an HTTP error body can carry ({"ok":false,"error":…,"code":…}), on each surface that
 // answers one: the runtime (hooks, /metrics, the protocol-level refusals), the operator page's API
 // (admin/server.ts) and the Gmail helper's push receiver (gmail/run.ts). One entry per code: the
-// statuses it comes with, where, and a line saying what it means; the docs' error reference is to be
-// generated from this table. `HttpError` takes only a code listed here (the type checker holds every
-// use to it), and test/runtime/http/error-codes.test.ts holds the table to the source both ways: each
-// code listed is answered somewhere, each code answered is listed. Codes never change once released.
+// statuses it comes with, where, and a line saying what it means; the docs' error reference
+// (docs/reference/errors.md) is generated from this table by scripts/docs.mjs. `HttpError` takes
+// only a code listed here (the type checker holds every use to it), and
+// test/runtime/http/error-codes.test.ts holds the table to the source both ways: each code listed is
+// answered somewhere, each code answered is listed. Codes never change once released.
 //
 // Data only: nothing at run time imports this file (errors.ts takes the type), so the table costs
 // the runtime nothing.

@@ -346,8 +346,10 @@ for (const [label, token, files] of [
     const run = await runAdmin(dir, { HOOKGATE_ADMIN_TOKEN: HOOK_TOKEN })
     const code = await run.exited
     assert.is(code, 1, `stdout:\n${run.stdout()}\nstderr:\n${run.stderr()}`)
-    assert.match(run.stderr(), /hookgate admin: the admin token .* is the hook token/)
+    assert.match(run.stderr(), /hookgate admin: cannot start: the admin token .* is the hook token/)
     assert.is(run.stderr().trim().split('\n').length, 1, run.stderr())
+    // a log line as every line the page writes: JSON with the time
+    assert.ok(/^\d{4}-\d\d-\d\dT/.test((JSON.parse(run.stderr()) as { t: string }).t), run.stderr())
     assert.not.ok((run.stdout() + run.stderr()).includes(HOOK_TOKEN), 'the token was printed')
     assert.not.match(run.stdout(), /hookgate admin on/)
   })
@@ -1005,3 +1007,93 @@ runs('GET /api/runs/changes answers the same version after `wait` when nothing c
 })
 
 runs.run()
+
+// ---------------------------------------------------------------------------------------------
+
+// The page once listed only the Triggers: with the repo's own hooks.yaml it said "No Webhook
+// Triggers yet" while /hooks/github, /hooks/alerts and /hooks/gmail were live; and its history
+// showed ids where names are expected, no durations, times to the second.
+const WITH_PRESET = BASE.replace('  path: /hooks\n', '  path: /hooks\n  presets: [gmail]\n')
+const named = suite<Admin>('every route and the names and durations of runs')
+named.before(async (ctx) => {
+  assert.ok(WITH_PRESET.includes('presets: [gmail]'))
+  Object.assign(ctx, await freshAdmin(WITH_PRESET))
+  writeFileSync(join(ctx.project.stateDir, 'address.json'), JSON.stringify({ url: 'http://127.0.0.1:9', basePath: '/hooks', pid: 1 }) + '\n')
+  let clock = Date.parse('2026-03-01T00:00:00.000Z')
+  const store = RunStore.open(ctx.project.stateDir, { now: () => new Date(clock) })
+  const tick = (ms: number) => { clock += ms }
+  await store.create({ id: 'plain-run', definitionKind: 'hook', definitionId: 'plain', correlationId: 'c-plain', action: 'wake', status: 'succeeded' })
+  tick(1000)
+  await store.create({ id: 'gmail-run', definitionKind: 'hook', definitionId: 'preset:gmail', correlationId: 'c-gmail', action: 'agent', status: 'queued', name: 'Gmail' })
+  tick(250)
+  await store.transition('gmail-run', 'running')
+  tick(1234)
+  await store.transition('gmail-run', 'succeeded')
+  tick(1000)
+  await store.create({ id: 'deploy', definitionKind: 'trigger', definitionId: 'trigger:main:deploy-finished', correlationId: 'c-deploy', action: 'workflow', status: 'running', name: 'Deploy api' })
+  await store.create({ id: 'deploy-note', definitionKind: 'trigger', definitionId: 'trigger:main:deploy-finished', correlationId: 'c-deploy', action: 'agent', status: 'queued', parentRunId: 'deploy', stepId: 'note', name: 'Deploy api' })
+  tick(5)
+  await store.transition('deploy-note', 'running')
+  tick(42)
+  await store.transition('deploy-note', 'succeeded')
+  await store.create({ id: 'gone', definitionKind: 'trigger', definitionId: 'trigger:main:removed-long-ago', correlationId: 'c-gone', action: 'agent', status: 'failed', error: 'x' })
+  await store.close()
+})
+named.after(async (ctx) => { await ctx.admin.close() })
+
+named('the overview lists every route served: the built-ins, a mapping and a preset (read-only), and the enabled Trigger', async ({ admin }) => {
+  const o = (await api(admin, '/api/overview')).json
+  assert.is(o.routesFrom, 'hooks.yaml')
+  assert.equal(o.routes.map((r: any) => [r.id, r.kind, r.title, r.url, r.action, r.agentId]), [
+    ['wake', 'built-in', '/wake', 'http://127.0.0.1:9/hooks/wake', 'wake', null],
+    ['agent', 'built-in', '/agent', 'http://127.0.0.1:9/hooks/agent', 'agent', null],
+    ['plain', 'mapping', 'plain', 'http://127.0.0.1:9/hooks/plain', 'wake', 'main'],
+    ['trigger:main:deploy-finished', 'trigger', 'Deploy finished', 'http://127.0.0.1:9/hooks/deploys', 'agent', 'main'],
+    ['preset:gmail', 'preset', 'gmail', 'http://127.0.0.1:9/hooks/gmail', 'agent', 'main'],
+  ])
+  const byId = new Map(o.routes.map((r: any) => [r.id, r]))
+  const plain: any = byId.get('plain')
+  assert.is(plain.line, WITH_PRESET.split('\n').findIndex((l) => l.includes('- id: plain')) + 1, 'the mapping names its line in hooks.yaml')
+  assert.is(plain.lastRun.id, 'plain-run')
+  assert.is((byId.get('preset:gmail') as any).lastRun.id, 'gmail-run')
+  assert.equal((byId.get('trigger:main:deploy-finished') as any).trigger, { agentId: 'main', name: 'Deploy finished' })
+  assert.is((byId.get('wake') as any).lastRun, null)
+})
+
+named('while hooks.yaml does not compile, the routes are the ones the bundle on disk serves', async ({ admin, project }) => {
+  const good = readFileSync(project.configFile, 'utf8')
+  try {
+    writeFileSync(project.configFile, good.replace('path: deploys', 'path: "bad path!"'))
+    const o = (await api(admin, '/api/overview')).json
+    assert.is(o.routesFrom, 'bundle')
+    assert.ok(o.routes.some((r: any) => r.id === 'preset:gmail'), JSON.stringify(o.routes))
+  } finally {
+    writeFileSync(project.configFile, good)
+  }
+})
+
+named('a history row names its definition (a Trigger\'s name, a preset, a step under its Trigger) and says how long it took', async ({ admin }) => {
+  const rows = new Map((await api(admin, '/api/runs')).json.rows.map((r: any) => [r.id, r]))
+  const row = (id: string): any => rows.get(id)
+  assert.is(row('deploy').definitionName, 'Deploy finished')
+  assert.is(row('deploy-note').definitionName, 'Deploy finished')
+  assert.is(row('deploy-note').stepId, 'note')
+  assert.is(row('plain-run').definitionName, 'plain')
+  assert.is(row('gmail-run').definitionName, 'gmail (preset)')
+  assert.not.ok('definitionName' in row('gone'), 'an id hooks.yaml no longer has keeps no name')
+  // from its start to its end (its queue time left out), to the millisecond
+  assert.is(row('gmail-run').durationMs, 1234)
+  assert.is(row('deploy-note').durationMs, 42)
+  assert.is(row('plain-run').durationMs, 0)
+  assert.not.ok('durationMs' in row('deploy'), 'a running run has no duration yet')
+  assert.match(row('gmail-run').startedAt, ISO)
+})
+
+named('a run\'s detail carries the same names and durations, for the run and its steps', async ({ admin }) => {
+  const d = (await api(admin, '/api/runs/deploy')).json
+  assert.is(d.run.definitionName, 'Deploy finished')
+  assert.equal(d.steps.map((s: any) => [s.stepId, s.definitionName, s.durationMs]), [['note', 'Deploy finished', 42]])
+  assert.is((await api(admin, '/api/runs/gmail-run')).json.run.durationMs, 1234)
+})
+
+named.run()

@@ -3,11 +3,15 @@
 // creates a Trigger through the form, posts to the endpoint the page shows and sees the run arrive
 // in the history without a reload; it also holds the page to the 409 on a file changed on disk, a
 // finding shown beside the field it names, the CSP (no inline script runs), and a Task's next
-// firings. Each page state is saved as a screenshot into $HOOKGATE_SCREENSHOTS_DIR (default: a temp
+// firings. The project is the repo's own hooks.yaml (its github and alerts mappings, the gmail
+// preset) plus a workflow Trigger: the page lists every route beside the Triggers, the history names
+// each run (a Trigger's name, a step's id) with its duration and times to the millisecond, the
+// Reply channel/target controls are as wide as the others, and no request of the page meets a 404
+// (the favicon). Each page state is saved as a screenshot into $HOOKGATE_SCREENSHOTS_DIR (default: a temp
 // dir); `HOOKGATE_SCREENSHOTS_DIR=docs/screenshots` regenerates the README's.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -19,17 +23,14 @@ const HOOK_TOKEN = setTestToken()
 const ADMIN_TOKEN = 'admin-' + HOOK_TOKEN.slice(0, 16).split('').reverse().join('')
 const SHOTS = process.env.HOOKGATE_SCREENSHOTS_DIR ? resolve(repoRoot, process.env.HOOKGATE_SCREENSHOTS_DIR) : tempDir('hookgate-screens-')
 
-const CONFIG = `# the browser test's project
-hooks:
-  enabled: true
-  token: "\${HOOKGATE_TEST_TOKEN}"
-  path: /hooks
-
-agents:
-  - id: main
-    default: true
-    model: builtin/echo
-    heartbeat: { every: 1h }
+// The repo's hooks.yaml, with the test's hook token instead of a generated one, and a Trigger
+// that runs a workflow (whose steps the history must name by their ids).
+const REPO_CONFIG = readFileSync(join(repoRoot, 'hooks.yaml'), 'utf8')
+const CONFIG = REPO_CONFIG.replace('token: { generate: true }', 'token: "${HOOKGATE_TEST_TOKEN}"') + `    triggers:
+      - name: Triage mail
+        path: triage
+        target: workflow
+        workflow: triage
 
 workflows:
   - id: triage
@@ -41,7 +42,7 @@ workflows:
         messageTemplate: "Read {{payload.subject}}"
 `
 
-interface World { project: Project; serve: ServeProcess; admin: ChildProcess; adminUrl: string; browser: Browser; page: Page; violations: () => Promise<string[]> }
+interface World { project: Project; serve: ServeProcess; admin: ChildProcess; adminUrl: string; browser: Browser; page: Page; violations: () => Promise<string[]>; missing: string[] }
 const world = {} as World
 
 function spawnAdmin(project: Project): Promise<{ child: ChildProcess; url: string }> {
@@ -86,7 +87,8 @@ const page = suite('the operator page')
 page.before(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's Chromium (apt-get install chromium)`)
   mkdirSync(SHOTS, { recursive: true })
-  world.project = await compileProject(CONFIG)
+  assert.ok(CONFIG.includes('token: "${HOOKGATE_TEST_TOKEN}"') && /\n  - id: main\n[^]*heartbeat: \{ every: 30m \}\n    triggers:/.test(CONFIG), 'the repo\'s hooks.yaml is still the shape this test extends')
+  world.project = await compileProject(CONFIG, { 'transforms/github.ts': readFileSync(join(repoRoot, 'transforms', 'github.ts'), 'utf8') })
   world.serve = await spawnServe(world.project.outDir, world.project.stateDir)
   const admin = await spawnAdmin(world.project)
   world.admin = admin.child
@@ -95,6 +97,8 @@ page.before(async () => {
   const context = await world.browser.newContext({ viewport: { width: 1100, height: 750 } })
   world.page = await context.newPage()
   world.page.setDefaultTimeout(10_000)
+  world.missing = []
+  world.page.on('response', (r) => { if (r.status() === 404) world.missing.push(r.url()) })
   await world.page.goto(world.adminUrl + '/')
 })
 
@@ -134,6 +138,25 @@ page('refuses a wrong admin token and logs in with the right one', async () => {
   assert.is(await p.evaluate('document.cookie'), '')
 })
 
+page('lists every route of the repo\'s hooks.yaml: its mappings and the gmail preset read-only, beside the Trigger', async () => {
+  const p = world.page
+  const routes = p.locator('section[aria-labelledby="h-routes"]')
+  await routes.getByRole('heading', { name: 'Routes' }).waitFor()
+  const row = async (id: string) => routes.locator(`tr[data-route="${id}"]`).innerText()
+  const origin = world.serve.origin
+  const github = await row('github')
+  assert.ok(github.includes(`${origin}/hooks/github`), github)
+  assert.match(github, /mapping · signed \(github\)\s+github\s+agent\s+main\s+never\s+hooks\.yaml line \d+/)
+  assert.match(await row('alerts'), new RegExp(`${origin}/hooks/alerts\\s+mapping\\s+alerts\\s+wake\\s+main`))
+  assert.match(await row('preset:gmail'), new RegExp(`${origin}/hooks/gmail\\s+preset\\s+gmail\\s+agent\\s+main`))
+  assert.match(await row('trigger:main:triage-mail'), new RegExp(`${origin}/hooks/triage\\s+Trigger\\s+Triage mail\\s+workflow triage\\s+main`))
+  assert.match(await row('wake'), new RegExp(`${origin}/hooks/wake\\s+built-in`))
+  // a mapping is read-only (no Edit), a Trigger links to its form
+  assert.is(await routes.locator('tr[data-route="github"] a').count(), 0)
+  assert.is(await routes.getByRole('link', { name: 'Edit Trigger Triage mail' }).getAttribute('href'), '#/agents/main/triggers/Triage%20mail')
+  await shot('routes')
+})
+
 page('shows an agent\'s Tasks with Scheduled tasks and Webhook Triggers', async () => {
   const p = world.page
   await p.getByRole('link', { name: 'main', exact: true }).click()
@@ -141,6 +164,9 @@ page('shows an agent\'s Tasks with Scheduled tasks and Webhook Triggers', async 
   assert.ok(await p.getByRole('heading', { name: 'Scheduled tasks' }).isVisible())
   assert.ok(await p.getByRole('heading', { name: 'Webhook Triggers' }).isVisible())
   assert.is(new URL(p.url()).hash, '#/agents/main/tasks')
+  // the mappings and the preset that run for main, beside its Triggers
+  const mappings = p.locator('section[aria-labelledby="h-mappings"] tbody tr')
+  assert.equal(await mappings.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-route'))), ['github', 'alerts', 'preset:gmail'])
 })
 
 page('shows a finding beside Path for an invalid path, and only the fields of the run target', async () => {
@@ -168,6 +194,16 @@ page('shows a finding beside Path for an invalid path, and only the fields of th
   await p.getByLabel('Delivery', { exact: true }).selectOption('deliver')
   assert.ok(await p.getByLabel('Channel', { exact: true }).isVisible(), 'Reply channel/target shows for a delivered reply')
   assert.ok(await p.getByLabel('Target (to)').isVisible())
+  // as wide as the form's other controls (they were about 18 px wide)
+  const width = async (label: string) => (await p.getByLabel(label, { exact: true }).boundingBox())!.width
+  const path = await width('Path')
+  assert.ok(path > 300, `Path is ${path} px wide`)
+  for (const label of ['Channel', 'Target (to)']) {
+    const w = await width(label)
+    assert.ok(Math.abs(w - path) <= 2, `${label} is ${w} px wide, Path ${path} px`)
+  }
+  assert.equal(await p.getByRole('group', { name: 'Reply channel/target' }).count(), 1, 'the two controls are one labelled group')
+  await shot('trigger-reply')
   await p.getByLabel('Delivery', { exact: true }).selectOption('internal')
   assert.not.ok(await p.getByLabel('Channel', { exact: true }).isVisible())
   await p.getByLabel('Run target', { exact: true }).selectOption('wake')
@@ -214,9 +250,21 @@ page('shows a run posted to the endpoint in the history without a reload, then i
   const r = await fetch(`${world.serve.origin}/hooks/deploys`, { method: 'POST', headers: { authorization: `Bearer ${HOOK_TOKEN}`, 'content-type': 'application/json', 'x-deploy-id': '42' }, body: JSON.stringify({ service: 'billing' }) })
   assert.is(r.status, 202)
   const { runId } = await r.json() as { runId: string }
-  const row = p.locator('tr[data-kind="trigger"]', { hasText: 'trigger:main:deploy-finished' })
-  await row.waitFor({ timeout: 15_000 })
+  const row = p.locator(`tr[data-run="${runId}"]`)
   await row.locator('.badge.succeeded').waitFor({ timeout: 15_000 })
+  // the Trigger's name (its id only as the cell's title), its duration, the time to the millisecond
+  const cells = await row.locator('td').allInnerTexts()
+  assert.is(cells[2], 'Deploy finished', cells.join(' | '))
+  assert.is(await row.locator('.run-name').getAttribute('title'), 'trigger:main:deploy-finished')
+  assert.match(cells[0]!, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/)
+  assert.match(cells[5]!, /^(\d+ ms|\d+\.\d\d s)$/, cells.join(' | '))
+  // a workflow run's steps are named by their ids, under the Trigger's name
+  const triage = await fetch(`${world.serve.origin}/hooks/triage`, { method: 'POST', headers: { authorization: `Bearer ${HOOK_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ subject: 'invoice' }) })
+  assert.is(triage.status, 202)
+  const step = p.locator('tr[data-kind="trigger"]', { hasText: 'step read' })
+  await step.locator('.badge.succeeded').waitFor({ timeout: 15_000 })
+  assert.match(await step.locator('td').nth(2).innerText(), /^step read of Triage mail$/)
+  assert.match(await step.locator('td').nth(5).innerText(), /^(\d+ ms|\d+\.\d\d s)$/)
   assert.equal(navigations, [], 'the page did not reload')
   await p.getByLabel('Definition kind').selectOption('trigger')
   await p.getByRole('button', { name: 'Apply filters' }).click()
@@ -225,7 +273,11 @@ page('shows a run posted to the endpoint in the history without a reload, then i
   await shot('run-history')
   await row.getByRole('link').click()
   await p.getByRole('heading', { name: /^Run / }).waitFor()
-  assert.match(await p.locator('dl.meta').innerText(), new RegExp(runId))
+  const meta = await p.locator('dl.meta').innerText()
+  assert.match(meta, new RegExp(runId))
+  assert.match(meta, /Definition\s+Deploy finished \(trigger:main:deploy-finished\)/)
+  assert.match(meta, /Duration\s+(\d+ ms|\d+\.\d\d s)/)
+  assert.match(meta, /Finished\s+\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}/)
   const headers = p.locator('section[aria-labelledby="h-request"] table')
   assert.match(await headers.innerText(), /x-deploy-id\s+42/)
   assert.match(await headers.innerText(), /authorization\s+\[redacted\]/)
@@ -287,6 +339,17 @@ page('disables a Trigger (its path then answers 404) and deletes a Task after a 
   await confirm.click()
   await p.getByText('Nightly report was deleted.').waitFor()
   assert.not.match(readFileSync(world.project.configFile, 'utf8'), /Nightly report/)
+})
+
+page('met no 404 on any request, and serves its favicon', async () => {
+  assert.equal(world.missing, [], 'requests of the page answered 404')
+  for (const path of ['/favicon.ico', '/favicon.svg']) {
+    const r = await fetch(world.adminUrl + path)
+    assert.is(r.status, 200, path)
+    assert.is(r.headers.get('content-type'), 'image/svg+xml')
+    assert.match(await r.text(), /^<svg /)
+  }
+  assert.is(await world.page.locator('link[rel="icon"]').getAttribute('href'), 'favicon.svg')
 })
 
 page.run()

@@ -390,14 +390,17 @@ function runCli(args: string[]): { exited: Promise<number | string>; stdout: () 
   return { exited: new Promise((r) => child.on('exit', (code, signal) => r(code ?? signal ?? 'unknown'))), stdout: () => out, stderr: () => err, kill: (s) => { child.kill(s) } }
 }
 
-cli('exits 2 on a usage error and 1 with one line when the config has no hooks.gmail', async () => {
+cli('exits 2 on a usage error and 1 with one JSON log line (time, level error) when the config has no hooks.gmail', async () => {
   assert.is(await runCli(['--no-such-flag']).exited, 2)
   const dir = scratchDir('bare-')
   writeFileSync(join(dir, 'hooks.yaml'), 'hooks:\n  enabled: true\n')
   const bare = runCli(['--config', join(dir, 'hooks.yaml')])
   assert.is(await bare.exited, 1)
   assert.is(bare.stderr().trim().split('\n').length, 1, bare.stderr())
-  assert.match(bare.stderr(), /no hooks\.gmail/)
+  const line = JSON.parse(bare.stderr()) as { t: string; level: string; msg: string }
+  assert.is(line.level, 'error')
+  assert.ok(!Number.isNaN(Date.parse(line.t)), bare.stderr())
+  assert.match(line.msg, /^hookgate webhooks gmail run: cannot start: .*no hooks\.gmail/)
 })
 
 cli('serves /healthz and exits 0 after SIGTERM', async () => {

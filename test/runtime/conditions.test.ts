@@ -90,7 +90,7 @@ operators('matches tests strings with the regular expression and its flags, and 
   assert.not.ok(holds('matches-i', ctx({ title: 'wipe the floor' })))
 })
 
-operators('matches is RE2, not JavaScript: its syntax, and the differences the README lists', () => {
+operators('matches is RE2, not JavaScript: its syntax, and the differences docs/mappings.md lists', () => {
   assert.ok(holds('re2-classes', ctx({ name: 'Zoë' })), 'POSIX classes, \\pL and \\z are RE2 syntax')
   assert.not.ok(holds('re2-classes', ctx({ name: 'Zoë\n' })))
   assert.ok(holds('re2-dot', ctx({ text: 'a\rb' })), '. matches everything but \\n (in JavaScript, not \\r either)')

@@ -12,7 +12,7 @@ import { compileProject, post, setTestToken, spawnServe, type ServeProcess } fro
 
 /**
  * Files that hand the process's own streams on, with why: a transform's prints are its own, passed
- * through as bytes with backpressure (README "Transforms"), not log lines of the runtime.
+ * through as bytes with backpressure (docs/mappings.md, "Where transforms run"), not log lines of the runtime.
  */
 const PASSES_STREAMS_ON = new Map([['runtime/transforms/child.ts', 'a transform process\'s stdout and stderr, forwarded']])
 

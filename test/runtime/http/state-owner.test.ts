@@ -99,6 +99,11 @@ owner('serve on a busy port exits 1 promptly with a bundle that has transforms, 
     const result = await serveExpectingFailure(project, ['--port', String(port)])
     assert.is(result.code, 1)
     assert.match(result.stderr, 'already in use')
+    // its one line is a log line as the running server's are: JSON with the time and the level
+    const line = JSON.parse(result.stderr.trimEnd()) as { t: string; level: string; msg: string }
+    assert.is(line.level, 'error')
+    assert.ok(!Number.isNaN(Date.parse(line.t)), result.stderr)
+    assert.match(line.msg, /^hookgate serve: cannot start: the address is already in use/)
     assert.ok(result.ms < 10_000, `took ${result.ms} ms`)
     assert.is(statSync(runsFile).size, sizeBefore, 'the left-over run was not touched')
     assert.is(RunStore.readRows(project.stateDir).find((r) => r.id === 'left-over')?.status, 'queued')

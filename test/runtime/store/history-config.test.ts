@@ -21,7 +21,7 @@ const history = suite('server.history')
 history('defaults to 50,000 finished runs, compaction past 64 MiB and 32 MiB of stored requests', async () => {
   const bundle = await loadBundle((await compileProject(HOOKS)).outDir)
   assert.equal(bundle.config.server.history, { keepRuns: DEFAULT_KEEP_HISTORY, compactAboveBytes: DEFAULT_COMPACT_ABOVE_BYTES, keepRequestBytes: DEFAULT_KEEP_REQUEST_BYTES })
-  assert.equal([DEFAULT_KEEP_HISTORY, DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_REQUEST_BYTES], [50_000, 64 * 1024 * 1024, 32 * 1024 * 1024], 'as the README says')
+  assert.equal([DEFAULT_KEEP_HISTORY, DEFAULT_COMPACT_ABOVE_BYTES, DEFAULT_KEEP_REQUEST_BYTES], [50_000, 64 * 1024 * 1024, 32 * 1024 * 1024], 'as docs/operations.md says')
 })
 
 history('keepRuns, compactAboveMiB and keepRequestMiB from hooks.yaml decide what the engine\'s run store keeps at open', async () => {

@@ -1,5 +1,6 @@
 // The postgres store's schema and client against a real PostgreSQL (test/helpers/pg.ts): the
-// migrations apply once, also when three runtimes start together; a dry run changes nothing; a
+// migrations apply once, also when three runtimes start together; a dry run changes nothing (and
+// --json says both as JSON); a
 // database newer than the runtime is refused; and the client survives the server being stopped
 // with -m immediate under load (every query in flight rejects with an error the store can catch
 // and call "unavailable", none hangs, and the pool is back by itself after the restart).
@@ -173,6 +174,22 @@ if (!pg) {
     const again = await hookgate(['store', 'migrate', '--store', url])
     assert.is(again.code, 0)
     assert.match(again.stdout, `the schema is at version ${SCHEMA_VERSION}, current; nothing to do`)
+  })
+
+  cli('--json prints the plan and then the outcome as one JSON document each, the password hidden, for a deploy script to read', async () => {
+    const url = await pg.createDatabase('clijson')
+    const dry = await hookgate(['store', 'migrate', '--store', url, '--dry-run', '--json'])
+    assert.is(dry.code, 0, dry.stderr)
+    const plan = JSON.parse(dry.stdout) as { store: string; dryRun: boolean; from: number; to: number; migrations: Array<{ version: number; title: string }> }
+    assert.equal({ ...plan, migrations: plan.migrations.map((m) => m.version) }, { store: shownStoreUrl(url), dryRun: true, from: 0, to: 0, migrations: MIGRATIONS.map((m) => m.version) })
+    assert.ok(plan.migrations.every((m) => typeof m.title === 'string' && m.title !== ''), 'each migration says what it does')
+    assert.equal(await tables(await pool(url)), [], 'a dry run changes nothing')
+    const applied = await hookgate(['store', 'migrate', '--store', url, '--json'])
+    assert.is(applied.code, 0, applied.stderr)
+    const done = JSON.parse(applied.stdout) as { dryRun: boolean; from: number; to: number; migrations: unknown[] }
+    assert.equal({ dryRun: done.dryRun, from: done.from, to: done.to, applied: done.migrations.length }, { dryRun: false, from: 0, to: SCHEMA_VERSION, applied: MIGRATIONS.length })
+    const again = JSON.parse((await hookgate(['store', 'migrate', '--store', url, '--json'])).stdout) as { from: number; to: number; migrations: unknown[] }
+    assert.equal(again, { ...again, from: SCHEMA_VERSION, to: SCHEMA_VERSION, migrations: [] })
   })
 
   cli('a store it cannot reach is exit 1, and the password is never printed', async () => {

@@ -44,6 +44,16 @@ agents:
 `
 
 /** `url` with a password in it, as an operator's would have. */
+/** The message of the one log line a server wrote on stderr when it could not start (a JSON line with the time). */
+function msgOf(stderr: string): string {
+  const lines = stderr.trimEnd().split('\n')
+  assert.is(lines.length, 1, stderr)
+  const line = JSON.parse(lines[0]!) as { t: string; level: string; msg: string }
+  assert.is(line.level, 'error', stderr)
+  assert.ok(!Number.isNaN(Date.parse(line.t)), stderr)
+  return line.msg
+}
+
 function withPassword(url: string): string {
   return url.replace('postgres://hookgate@', `postgres://hookgate:${PASSWORD}@`)
 }
@@ -114,7 +124,7 @@ if (!pg) {
     const project = await compileWithUrlSet(url)
     const unset = await hookgate(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir], project.dir, env())
     assert.is(unset.code, 1, describeRun(unset))
-    assert.is(unset.stderr, 'hookgate serve: cannot start: server.store: secret ${HOOKGATE_STORE_URL} is not set in the environment\n')
+    assert.is(msgOf(unset.stderr), 'hookgate serve: cannot start: server.store: secret ${HOOKGATE_STORE_URL} is not set in the environment')
     assert.not.ok(existsSync(join(project.stateDir, 'runs.jsonl')), 'fell back to the file store')
     // the flag names the database and the reference is not read at all (the lock was released too)
     const server = await spawnServer([hookgateBin, 'serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir, '--store', url], { cwd: project.dir, env: env() })
@@ -131,7 +141,7 @@ if (!pg) {
     const project = await compileWithUrlSet('unused')
     const r = await hookgate(['serve', '--bundle', project.outDir, '--port', '0', '--state', project.stateDir], project.dir, env({ HOOKGATE_STORE_URL: `mysql://root:${PASSWORD}@db/x` }))
     assert.is(r.code, 1, describeRun(r))
-    assert.is(r.stderr, 'hookgate serve: cannot start: server.store: ${HOOKGATE_STORE_URL} does not hold a postgres:// (or postgresql://) URL\n')
+    assert.is(msgOf(r.stderr), 'hookgate serve: cannot start: server.store: ${HOOKGATE_STORE_URL} does not hold a postgres:// (or postgresql://) URL')
   })
 
   serve('maxConnections bounds the runtime\'s pool', async () => {
@@ -186,7 +196,7 @@ if (!pg) {
     assert.not.ok((page.stdout.join('\n') + page.stderr()).includes(PASSWORD), 'the password was printed')
     const refused = await hookgate(['admin', '--port', '0', '--config', 'hooks.yaml', '--out', project.outDir, '--state', project.stateDir], project.dir, env({ HOOKGATE_ADMIN_TOKEN: ADMIN_TOKEN }))
     assert.is(refused.code, 1, describeRun(refused))
-    assert.is(refused.stderr, 'hookgate admin: server.store: secret ${HOOKGATE_STORE_URL} is not set in the environment (or name the store with --store URL)\n')
+    assert.is(msgOf(refused.stderr), 'hookgate admin: cannot start: server.store: secret ${HOOKGATE_STORE_URL} is not set in the environment (or name the store with --store URL)')
   })
 
   serve.run()
