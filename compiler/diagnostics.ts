@@ -28,6 +28,7 @@ export interface Location {
 /** Every code the compiler can report, with what it means (docs/diagnostics are generated from this). */
 export const DiagnosticCodes = {
   YAML_SYNTAX: 'the file is not valid YAML',
+  YAML_UNQUOTED_REFERENCE: 'an unquoted ${…} stands inside a YAML flow collection ({ … } or [ … ]), where { and } are syntax: quote the value',
   YAML_DUPLICATE_KEY: 'a key appears twice in one mapping',
   YAML_ALIAS_EXPANSION: 'YAML aliases would add more than 1 MiB to the config when expanded',
   CONFIG_FILE_UNREADABLE: 'the config file cannot be read',

@@ -2,7 +2,7 @@
 // phase can point at the YAML node a finding is about (file:line:col plus JSON pointer).
 import { readFileSync, realpathSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
-import { isAlias, isMap, isPair, isScalar, isSeq, parseDocument, type Alias, type Document, type Node } from 'yaml'
+import { isAlias, isMap, isPair, isScalar, isSeq, Lexer, parseDocument, type Alias, type Document, type Node } from 'yaml'
 import type { DiagnosticBag, Location } from './diagnostics.js'
 
 export type PathSegment = string | number
@@ -62,6 +62,24 @@ export function parseConfigSource(source: string, absFile: string, bag: Diagnost
   const at = (offset: number, path = ''): Location => {
     const p = linePos(offset)
     return { file: shown, line: p.line, column: p.col, path }
+  }
+  if (doc.errors.length > 0) {
+    // One unquoted ${…} in a flow collection makes yaml report a cascade (29 to 477 errors seen)
+    // that names neither the cause nor the fix: where one stands at or before the first error,
+    // it is the one finding.
+    const firstError = doc.errors.reduce((min, e) => Math.min(min, e.pos[0]), Infinity)
+    const ref = unquotedReferenceInFlow(source, firstError)
+    if (ref) {
+      const where = ref.inside === 'map' ? 'a flow mapping { … }' : 'a flow sequence [ … ]'
+      const quoted = ref.value !== undefined ? `"${ref.value}"` : `the whole value in "…"`
+      bag.error(
+        'YAML_UNQUOTED_REFERENCE',
+        `unquoted ${ref.text} inside ${where}: YAML reads the braces of ${'${…}'} there as a nested mapping, not as part of the value`,
+        at(ref.offset),
+        `quote the value (${quoted}), or write the ${ref.inside === 'map' ? 'mapping' : 'sequence'} in block style, one entry per line, where ${'${…}'} needs no quotes`,
+      )
+      return undefined
+    }
   }
   let syntaxErrors = 0
   for (const e of doc.errors) {
@@ -219,6 +237,69 @@ function aliasPastLimit(doc: Document, limit: number): { name: string; size: num
     return undefined
   }
   return visit(doc.contents)
+}
+
+/**
+ * The first `${` that stands unquoted inside a flow collection (`{ … }` or `[ … ]`) at or before
+ * `limit`, found from yaml's own lexer so that quoted strings, comments and block scalars are told
+ * apart from flow syntax: there a plain scalar stops at `{`, so `${X}` lexes as a scalar ending in
+ * `$` followed at once by a `{`. In block style `${X}` is an ordinary plain scalar and never found.
+ */
+export function unquotedReferenceInFlow(
+  source: string,
+  limit = Infinity,
+): { offset: number; text: string; inside: 'map' | 'seq'; value: string | undefined } | undefined {
+  const open: Array<'map' | 'seq'> = []
+  let offset = 0
+  let plain: { offset: number; text: string } | undefined
+  let afterScalarMark = false
+  for (const token of new Lexer().lex(source)) {
+    if (afterScalarMark) {
+      // the source of a plain scalar follows its (zero-width) marker
+      afterScalarMark = false
+      plain = { offset, text: token }
+      offset += token.length
+      continue
+    }
+    if (token === '{' && plain && open.length > 0 && plain.text.endsWith('$')) {
+      const at = offset - 1
+      if (at > limit) return undefined
+      const text = REFERENCE.exec(source.slice(at))?.[0] ?? '${'
+      return { offset: at, text, inside: open[open.length - 1]!, value: flowPlainValue(source, plain.offset, at) }
+    }
+    plain = undefined
+    if (token === '\x1f') { afterScalarMark = true; continue }
+    // the document-mode and flow-error-end marks take no room in the source
+    if (token === '\x02' || token === '\x18') {
+      if (token === '\x18') open.length = 0
+      continue
+    }
+    if (token === '{') open.push('map')
+    else if (token === '[') open.push('seq')
+    else if ((token === '}' || token === ']') && open.length > 0) open.pop()
+    offset += token.length
+  }
+  return undefined
+}
+
+const REFERENCE = /^\$\{[^{}\n]*\}/
+
+/**
+ * The whole value a plain scalar meant to be, from `start` to where a flow plain scalar ends
+ * (`,`, a bracket, a line break, ` #`), reading each ${…} in it whole; undefined when it spans
+ * lines or holds what a double-quoted string would need escaped.
+ */
+function flowPlainValue(source: string, start: number, firstRef: number): string | undefined {
+  let end = firstRef
+  for (;;) {
+    const ref = REFERENCE.exec(source.slice(end))
+    if (ref) { end += ref[0].length; continue }
+    const c = source.charAt(end)
+    if (c === '' || ',[]{}\n\r'.includes(c) || (c === ' ' && source.charAt(end + 1) === '#')) break
+    end++
+  }
+  const value = source.slice(start, end).trimEnd()
+  return /["\\\n\r\t]/.test(value) ? undefined : value
 }
 
 function formatBytes(n: number): string {

@@ -119,3 +119,31 @@ capped('github: prints two annotations and a TOO_MANY_ERRORS annotation for the 
 })
 
 capped.run()
+
+// ---------------------------------------------------------------------------------------------
+
+/** The hooks block as one flow mapping with the token unquoted: yaml alone reports a cascade. */
+const FLOW_REF = { 'hooks.yaml': 'hooks: { enabled: true, token: ${HOOKGATE_TOKEN}, mappings: [ { id: a, match: { path: a }, action: wake } ] }\n' }
+const refJson = startIn(FLOW_REF, ['compile', '--check', '--format', 'json'])
+const refGithub = startIn(FLOW_REF, ['compile', '--check', '--format', 'github'])
+
+const flowRef = suite('hookgate compile of an unquoted ${…} in a flow mapping')
+
+flowRef('json: one YAML_UNQUOTED_REFERENCE error at the ${, with the quoted value as the hint, instead of the cascade', async () => {
+  const r = await refJson.result
+  assert.is(r.code, 1, describeRun(r))
+  const report = stdoutJson<JsonReport & { errors: Array<JsonDiagnostic & { hint?: string }> }>(r)
+  assert.equal(report.errors.map((d) => [d.code, d.line, d.column, d.path]), [['YAML_UNQUOTED_REFERENCE', 1, 32, '']])
+  assert.match(report.errors[0]!.message, /^unquoted \$\{HOOKGATE_TOKEN\} inside a flow mapping \{ … \}: /)
+  assert.match(report.errors[0]!.hint ?? '', /^quote the value \("\$\{HOOKGATE_TOKEN\}"\)/)
+})
+
+flowRef('github: one ::error annotation at the ${ that carries the hint', async () => {
+  const r = await refGithub.result
+  assert.is(r.code, 1, describeRun(r))
+  assert.equal(parsed(r.stdout, ANNOTATION), [['YAML_UNQUOTED_REFERENCE', 1, 32]], describeRun(r))
+  assert.is(r.stdout.trim().split('\n').length, 1, describeRun(r))
+  assert.match(r.stdout, /\(hint: quote the value \("\$\{HOOKGATE_TOKEN\}"\)/)
+})
+
+flowRef.run()

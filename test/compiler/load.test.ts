@@ -60,3 +60,48 @@ load('the limit is on bytes, not characters: 2-byte characters count twice', asy
 })
 
 load.run()
+
+// ---------------------------------------------------------------------------------------------
+// An unquoted ${…} inside a flow collection: yaml reads its braces as a nested mapping and reports
+// a cascade (29 and 51 errors for the golden fixtures yaml-unquoted-reference-*) that names neither
+// cause nor fix, so the load phase reports one YAML_UNQUOTED_REFERENCE at the ${ instead. The ${ is
+// found from the token stream, so a ${ that is quoted, commented or in block style is never blamed
+// for another error, and an error before the ${ is still reported as what it is.
+
+/** the findings of compiling `text` as hooks.yaml, as `line:col CODE` */
+async function findings(text: string): Promise<string[]> {
+  const dir = scratchDir('yaml-ref-')
+  const file = join(dir, 'hooks.yaml')
+  writeFileSync(file, text)
+  const outcome = await compileFile(file, { outDir: join(dir, 'dist'), check: true })
+  return outcome.diagnostics.map((d) => `${d.line}:${d.column} ${d.code}`)
+}
+
+const ref = suite('an unquoted ${…} in a YAML flow collection')
+
+ref('a syntax error before the ${ is reported as the YAML syntax error it is, not blamed on the ${', async () => {
+  const text = ['hooks:', '  enabled: true', '  token: ${HOOKGATE_TOKEN}', '  mappings: [ { id: a ] ]', 'channels:', '  - { id: ops, type: slack, url: ${SLACK_URL} }', ''].join('\n')
+  const found = await findings(text)
+  assert.ok(found.length > 0 && found.every((f) => f.endsWith(' YAML_SYNTAX')), found.join('\n'))
+  assert.match(found[0]!, /^4:/)
+})
+
+ref('a ${ quoted, in a comment or in a block value beside a genuine flow error is not blamed for it', async () => {
+  const text = [
+    'hooks:',
+    '  enabled: true',
+    '  token: ${HOOKGATE_TOKEN}',
+    '  mappings:',
+    '    - { id: a, match: { path: a }, action: wake, textTemplate: "x ${X} y", # ${NOT_THIS}',
+    "        messageTemplate: '${Y}' ]",
+    ''].join('\n')
+  const found = await findings(text)
+  assert.ok(found.length > 0 && found.every((f) => f.endsWith(' YAML_SYNTAX')), found.join('\n'))
+})
+
+ref('the first of several unquoted ${…} is the one finding, whatever follows it', async () => {
+  const text = ['hooks: { enabled: true, token: ${HOOKGATE_TOKEN} }', 'channels:', '  - { id: ops, type: slack, url: ${SLACK_URL} }', '  - { id: x, [ }', ''].join('\n')
+  assert.equal(await findings(text), ['1:32 YAML_UNQUOTED_REFERENCE'])
+})
+
+ref.run()
