@@ -30,8 +30,8 @@ export const spec: CommandSpec = {
     { name: 'each', description: 'each FILE holds a JSON array whose every element is one sample' },
   ],
   notes: [
-    'a key is required when every sample has it; other keys stay allowed (additionalProperties: true)',
-    `refused (exit 1): invalid JSON (named file:line:col), a file over 16 MiB, nesting deeper than ${MAX_SAMPLE_DEPTH}`,
+    'a key is required when every sample has it; other keys stay allowed (additionalProperties: true);',
+    `refused (exit 1): invalid JSON (at file:line:col), a file over 16 MiB, nesting deeper than ${MAX_SAMPLE_DEPTH};`,
     'exit 0 drafted, 1 a sample refused, 2 usage error or a file that cannot be read or written',
   ],
 }
