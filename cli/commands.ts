@@ -14,6 +14,7 @@ import { ExitCode } from './exit-codes.js'
 import { PROGRAM, synopsis, type CommandSpec, type Verb } from './flags.js'
 import * as compile from './verbs/compile.js'
 import * as schema from './verbs/schema.js'
+import * as schemaInfer from './verbs/schema-infer.js'
 import * as tryVerb from './verbs/try.js'
 import * as serve from './verbs/serve.js'
 import * as runs from './verbs/runs.js'
@@ -39,7 +40,7 @@ export { commandHelp, synopsis, usageLine, wantsHelp, type CommandSpec, type Fla
 
 /** Every verb, in the order the help lists them. */
 export const VERBS: readonly Verb[] = [
-  compile, schema, tryVerb, serve, runs, runsShow, runsReplay, tasks, rejects, storeMigrate,
+  compile, schema, schemaInfer, tryVerb, serve, runs, runsShow, runsReplay, tasks, rejects, storeMigrate,
   admin, triggerAdd, triggerList, triggerRm, taskAdd, taskList, taskRm, importOpenclaw,
   gmailLogin, gmailSetup, gmailRun,
 ]
