@@ -7,6 +7,13 @@
 import { existsSync, readFileSync } from 'node:fs'
 
 const argv = process.argv.slice(2)
+// A reader that goes away (`hookgate schema | head -3`) ends the output, not the process with a
+// stack trace: what was asked for has been read as far as the reader wanted. `serve` goes on
+// serving (its log lines are lost until it is restarted with a reader); every other verb exits 0.
+process.stdout.on('error', (err) => {
+  if (err.code !== 'EPIPE') throw err
+  if (argv[0] !== 'serve') process.exit(0)
+})
 const build = new URL('../build/', import.meta.url)
 if (!existsSync(new URL('cli/commands.js', build))) {
   process.stderr.write('hookgate: the build/ folder is missing; run `npm ci` (or `npm run build`) in the hookgate checkout\n')
