@@ -18,6 +18,16 @@ const DATA_FIELDS = ['request', 'idempotency', 'response', 'requestBlob', 'recei
 const ID_FIELDS = ['id', 'definitionId', 'correlationId'] as const
 
 /**
+ * Whether `row` is a wake run: a wake accepted for an agent's main session, which that session's
+ * turn reads and settles. A workflow's wake step has action wake too, but it is not one: it is its
+ * workflow's row, moved by the workflow's runner alone (the step queues its event itself), and a
+ * session that took it for a wake would take it from under the runner.
+ */
+export function isWakeRun(row: Pick<RunRow, 'action' | 'parentRunId'>): boolean {
+  return row.action === 'wake' && row.parentRunId === undefined
+}
+
+/**
  * A new run's row as every store keeps it, created at `at`: checked field by field (ids, kind,
  * action, status, the optional strings, plain JSON in the data fields) in the documented order.
  */

@@ -109,5 +109,3 @@ export function withTestStore(yaml: string): string {
 // The differences found so far (each skipped on PostgreSQL where a test meets it, and reported):
 /** A runtime on PostgreSQL listens before it holds its agents' sessions: wakes it accepts meanwhile are read all together, at once, when it gains the session. */
 export const WAKES_BEFORE_SESSION = 'wakes accepted before the runtime holds its agent\'s session (its first moments) are read at once and together when it gains it'
-/** Under load, a workflow on PostgreSQL whose wake step runs in those first moments can stall: the step after it is never created. */
-export const WAKE_STEP_BEFORE_SESSION = 'a workflow whose wake step runs before the runtime holds the agent\'s session can stall, its next step never created'

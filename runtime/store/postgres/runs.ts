@@ -12,7 +12,7 @@
 //   the run to another (it was paused past its lease) changes nothing (`fenced_out`), and forgets it.
 // While the database cannot be reached, new runs are refused (`store_unavailable`, never an
 // acknowledgement) and status changes wait and are tried again; `health` says why meanwhile.
-import { DEFAULT_KEY_WINDOW_MS, type StatusChange } from '../rows.js'
+import { DEFAULT_KEY_WINDOW_MS, isWakeRun, type StatusChange } from '../rows.js'
 import { DEFAULT_RETAIN_FINISHED, RunMirror, type RowChange, type RunDriver } from '../run-log.js'
 import { RunStoreError, type ReceivedRequest, type RunNotification, type RunRow, type StoreHealth } from '../store.js'
 import { literal, textArrayLiteral, type Db, type Queryable } from './db.js'
@@ -70,7 +70,7 @@ export class PgRunLog extends RunMirror {
   queuedWakes(agentIds: readonly string[]): string[] {
     const out: string[] = []
     for (const row of this.held()) {
-      if (row.action === 'wake' && row.status === 'queued' && row.agentId !== undefined && agentIds.includes(row.agentId)) out.push(row.id)
+      if (isWakeRun(row) && row.status === 'queued' && row.agentId !== undefined && agentIds.includes(row.agentId)) out.push(row.id)
     }
     return out
   }
@@ -84,7 +84,7 @@ export class PgRunLog extends RunMirror {
     // a run claimed here since it was accepted (its fence moved on) is this runtime's to run
     if (!row || this.writing(id) || this.driver.fenceOf(id) > 1) return
     this.drop(id)
-    if (row.action === 'wake') this.released.set(id, Date.now())
+    if (isWakeRun(row)) this.released.set(id, Date.now())
   }
 
   /**

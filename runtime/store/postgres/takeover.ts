@@ -8,8 +8,15 @@
 //   (see sessions.ts);
 // - the queued wakes of an agent no live runtime serves (no runtime has held its session for a
 //   grace), which no session owner will ever read: the runtime that claims them ends them failed.
+// A wake is a wake run (rows.ts isWakeRun), never a workflow's wake step: that row is its workflow's,
+// claimed with it like any other step. A session owner that claimed it as a wake (gaining the
+// session while the step's row was queued, before its runner moved it to running) fenced the runner
+// out of its own step, and the workflow, answered 202, never went on.
 import type { RunRow } from '../store.js'
 import type { Queryable } from './db.js'
+
+/** The rows that are wake runs (rows.ts isWakeRun), in SQL: not a workflow's wake step. */
+const WAKE_RUN = "action = 'wake' AND parent_run_id IS NULL"
 
 export interface Claimed { row: RunRow; fence: number }
 
@@ -21,7 +28,7 @@ export function runFromDb(r: { row: Omit<RunRow, 'request' | 'received'>; reques
 }
 
 /**
- * Claims up to `limit` unfinished runs (not wakes: the session's owner takes those) whose owner is
+ * Claims up to `limit` unfinished runs (not wake runs: the session's owner takes those) whose owner is
  * no live runtime, each workflow with its unfinished steps; returns them under their new fence,
  * the claimed workflows' finished steps, and the transcript records of the claimed runs.
  */
@@ -34,7 +41,7 @@ export async function claimOrphans(q: Queryable, hostId: string, limit: number):
   const r = await q.query<DbRun>(
     `WITH roots AS (
        SELECT id, owner, fence FROM hookgate_runs r
-       WHERE status IN ('queued', 'running') AND action <> 'wake' AND owner <> $1
+       WHERE status IN ('queued', 'running') AND NOT (${WAKE_RUN}) AND owner <> $1
          AND NOT EXISTS (SELECT 1 FROM hookgate_hosts h WHERE h.id = r.owner AND h.expires_at > now())
          AND (parent_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM hookgate_runs p WHERE p.id = r.parent_run_id AND p.status IN ('queued', 'running')))
        ORDER BY created_at
@@ -72,7 +79,7 @@ export async function claimWakes(q: Queryable, hostId: string, agentIds: readonl
   if (agentIds.length === 0) return []
   const r = await q.query<DbRun>(
     `UPDATE hookgate_runs AS r SET owner = $1, fence = r.fence + 1
-     WHERE r.action = 'wake' AND r.status = 'queued' AND r.agent_id = ANY($2::text[]) AND ($3 OR r.owner <> $1) AND NOT (r.id = ANY($4::text[]))
+     WHERE ${WAKE_RUN} AND r.status = 'queued' AND r.agent_id = ANY($2::text[]) AND ($3 OR r.owner <> $1) AND NOT (r.id = ANY($4::text[]))
      RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, agentIds, own, except])
   return r.rows
     .sort((a, b) => (a.row.createdAt < b.row.createdAt ? -1 : a.row.createdAt > b.row.createdAt ? 1 : 0))
@@ -87,7 +94,7 @@ export async function claimReleased(q: Queryable, hostId: string, agentIds: read
   if (agentIds.length === 0 || ids.length === 0) return []
   const r = await q.query<DbRun>(
     `UPDATE hookgate_runs AS r SET fence = r.fence + 1
-     WHERE r.id = ANY($3::text[]) AND r.action = 'wake' AND r.status = 'queued' AND r.owner = $1 AND r.agent_id = ANY($2::text[])
+     WHERE r.id = ANY($3::text[]) AND ${WAKE_RUN} AND r.status = 'queued' AND r.owner = $1 AND r.agent_id = ANY($2::text[])
      RETURNING r.id, r.fence::text AS fence, r.row, r.request`, [hostId, agentIds, ids])
   return r.rows
     .sort((a, b) => (a.row.createdAt < b.row.createdAt ? -1 : a.row.createdAt > b.row.createdAt ? 1 : 0))
@@ -105,7 +112,7 @@ export async function claimStrandedWakes(q: Queryable, hostId: string, served: r
   const r = await q.query<DbRun>(
     `WITH stranded AS (
        SELECT id, owner, fence FROM hookgate_runs w
-       WHERE action = 'wake' AND status = 'queued' AND created_at < now() - $3 * interval '1 millisecond'
+       WHERE ${WAKE_RUN} AND status = 'queued' AND created_at < now() - $3 * interval '1 millisecond'
          AND NOT (coalesce(agent_id, '') = ANY($2::text[]))
          AND NOT EXISTS (SELECT 1 FROM hookgate_session_leases l WHERE l.agent_id = w.agent_id AND l.expires_at > now() - $3 * interval '1 millisecond')
        ORDER BY created_at

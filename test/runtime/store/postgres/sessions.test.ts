@@ -2,7 +2,8 @@
 // an event queued on the other reaches the owner (with its wish for a turn now), and so does a wake
 // accepted there; the owner's turn commits; when its lease runs out the other takes the session over
 // with the log as it stands and the wakes no committed turn read, and the first one's late turn is
-// refused by the fence.
+// refused by the fence. A workflow's wake step is its workflow's row, not a wake: the session's
+// owner never claims it, so the workflow goes on whether or not its runtime holds the session.
 import { suite } from 'uvu'
 import * as assert from 'uvu/assert'
 import { rejectionOf } from '../../../helpers/async.js'
@@ -11,6 +12,8 @@ import { until } from '../../http/harness.js'
 import { PgStore } from '../../../../runtime/store/postgres/index.js'
 import { RunStoreError, sessionLogName, type RunRow, type SessionHandler } from '../../../../runtime/store/store.js'
 import { openHistory } from '../../../../runtime/store/open.js'
+import { WorkflowRunner, type WorkflowRequest } from '../../../../runtime/workflows/runner.js'
+import type { BundleWorkflow } from '../../../../runtime/bundle/format.js'
 
 const pg = await startPostgres()
 const sessions = suite('main sessions shared by several runtimes')
@@ -26,6 +29,57 @@ function listener(): SessionHandler<object> & { heard: Heard } {
     lost: () => { heard.lost++ },
     routed: (_agent, route) => { heard.routes.push(route) },
   }
+}
+
+/** note (a wake step) → last (an agent step that needs it): the shape that stalled (notify-workflow.test.ts). */
+const WAKE_THEN_AGENT: BundleWorkflow = {
+  id: 'wake-then-agent',
+  steps: [
+    { id: 'note', action: 'wake', agentId: null, needs: [], timeoutSeconds: null, render: { text: () => 'noted' } },
+    { id: 'last', action: 'agent', agentId: null, needs: ['note'], timeoutSeconds: null, render: { message: () => 'done' } },
+  ],
+}
+
+const notThisWorkflows = async (): Promise<never> => { throw new Error('not a step of this workflow') }
+
+/**
+ * Runs WAKE_THEN_AGENT on `store`'s run log as the engine does (workflow-runs.ts: a step's row moved
+ * by the runner; a wake step's event queued in the shared session for its owner, asking for a turn
+ * now), calling `afterWakeRow` once the wake step's row is durable and still queued, before the
+ * runner moves it on. Resolves with how the run ended: 'finished', or what it was refused with.
+ */
+async function runWakeThenAgent(store: PgStore, id: string, afterWakeRow: () => Promise<void>): Promise<string> {
+  const runner = new WorkflowRunner({
+    stepsOf: (parentRunId) => store.runs.children(parentRunId),
+    createStep: async (run) => {
+      const row = await store.runs.create(run)
+      if (run.action === 'wake') await afterWakeRow()
+      return row
+    },
+    moveStep: async (stepId, status, extra) => {
+      if (status === 'running' && store.runs.get(stepId)?.status === 'running') await store.runs.transition(stepId, 'queued')
+      return store.runs.transition(stepId, status, extra)
+    },
+    outputOf: (row) => store.runs.output(row),
+  }, {
+    wake: (agentId, eventId, text, origin) => store.sessions.queue(agentId, { type: 'event', id: eventId, runId: '', text, external: origin.external, source: origin.source, at: new Date().toISOString() } as { id: string }, true),
+    agent: async (_agentId, message) => ({ text: `echo: ${message}` }),
+    http: notThisWorkflows, transform: notThisWorkflows, deliver: notThisWorkflows,
+    sleep: async () => true,
+  })
+  runner.start(new Map([[WAKE_THEN_AGENT.id, WAKE_THEN_AGENT]]))
+  const request: WorkflowRequest = { agentId: 'main', workflow: WAKE_THEN_AGENT.id, name: null, context: { payload: {}, headers: {}, query: {}, path: 'p', now: '' }, source: 'trigger t', external: false }
+  const row = await store.runs.create({ id, definitionKind: 'trigger', definitionId: 't', correlationId: `c-${id}`, action: 'workflow', agentId: 'main', request })
+  let outcome: string | undefined
+  runner.run(row, request).then(() => { outcome = 'finished' }, (err: Error) => { outcome = err.message })
+  return until(`workflow ${id} to end`, () => outcome, 10_000)
+}
+
+/** The workflow ran on: it succeeded, and so did both steps, the one after the wake step included. */
+function assertWentOn(store: PgStore, id: string, outcome: string): void {
+  assert.is(outcome, 'finished')
+  assert.is(store.runs.get(id)?.status, 'succeeded')
+  assert.equal(store.runs.children(id).map((r) => [r.stepId, r.status]), [['note', 'succeeded'], ['last', 'succeeded']])
 }
 
 if (!pg) {
@@ -165,6 +219,50 @@ if (!pg) {
     } finally {
       await history.close()
       await a.close()
+    }
+  })
+
+  // Seen under load (notify-workflow.test.ts on PostgreSQL): the runtime gained its agent's session
+  // while a workflow's wake step row was queued, claimed it as a wake (the session's to settle), and
+  // so fenced the runner out of its own step: the workflow, answered 202, stayed running for ever.
+  sessions('a wake step whose row is queued when its runtime gains the session is the workflow\'s: the session is not handed it as a wake, and the next step runs', async () => {
+    const url = await pg.createDatabase('wake_step_gain')
+    const a = await PgStore.open(url, { hostTtlMs: 3000 })
+    try {
+      const ha = listener()
+      const outcome = await runWakeThenAgent(a, 'wf-gain', async () => {
+        a.sessions.serve(['main'], ha)
+        await until('a to gain the session', () => (ha.heard.gained.length > 0 ? true : undefined), 5000)
+      })
+      assertWentOn(a, 'wf-gain', outcome)
+      const heard = [...ha.heard.gained, ...ha.heard.pulled]
+      assert.ok(heard.every((h) => h.wakes.length === 0), 'no step row handed to the session as a wake')
+      await until('the step\'s event to reach the session', () => (ha.heard.pulled.some((p) => p.records.some((r) => (r as { id?: string }).id === 'step:wf-gain:note')) ? true : undefined), 5000)
+    } finally {
+      await a.close()
+    }
+  })
+
+  sessions('a wake step run on a runtime that does not hold the session is not claimed by the runtime that does, and the next step runs', async () => {
+    const url = await pg.createDatabase('wake_step_elsewhere')
+    const a = await PgStore.open(url, { hostTtlMs: 3000 })
+    const b = await PgStore.open(url, { hostTtlMs: 3000 })
+    try {
+      const hb = listener()
+      b.sessions.serve(['main'], hb)
+      await until('b to own the session', () => (b.sessions.owns('main') ? true : undefined), 5000)
+      // b's pull that brings this event claims, in the same transaction, the queued wakes there were
+      const outcome = await runWakeThenAgent(a, 'wf-elsewhere', async () => {
+        await a.sessions.queue('main', { type: 'event', id: 'summary:marker', text: 'marker' } as { id: string }, true)
+        await until('b to pull the event queued after the step\'s row', () => (hb.heard.pulled.some((p) => p.records.some((r) => (r as { id?: string }).id === 'summary:marker')) ? true : undefined), 5000)
+      })
+      assertWentOn(a, 'wf-elsewhere', outcome)
+      assert.ok([...hb.heard.gained, ...hb.heard.pulled].every((h) => h.wakes.length === 0), 'no step row claimed by b as a wake')
+      assert.is(b.runs.get(a.runs.children('wf-elsewhere')[0]!.id), undefined, 'b holds no row of a\'s workflow')
+      await until('the step\'s event to reach b', () => (hb.heard.pulled.some((p) => p.records.some((r) => (r as { id?: string }).id === 'step:wf-elsewhere:note')) ? true : undefined), 5000)
+    } finally {
+      await a.close()
+      await b.close()
     }
   })
 
