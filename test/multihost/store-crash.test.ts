@@ -28,6 +28,10 @@ const RECOVER_WITHIN_MS = 10_000
 /**
  * How long the acknowledged runs may take to finish once the load stops: the runtimes accept
  * faster than they run, so ~2,000 runs are still queued then (~3 s to drain on 2 cores).
+ * Measured beside two CPU-bound loops and other suites: a runtime drains only 40–140 runs a second
+ * (server.concurrency 4 turns at once, each five commits one after another, so the commit's
+ * latency sets the pace), and one runtime may be left 900 of them (2,600 with 6 crashes). The
+ * failures seen on a busy machine were such a runtime still draining at this bound, not stuck.
  */
 const SETTLE_WITHIN_MS = 20_000
 const pg = await startPostgres()
