@@ -4,7 +4,7 @@
 // the request waits for it.
 import { DEFAULT_MAX_WAIT_SECONDS, type BundleConfig } from '../bundle/format.js'
 import { HttpError } from '../http/errors.js'
-import { accept, type HookEndpoint, type HookRequest, type MatchedDefinition, type Prepared } from './endpoint.js'
+import { accept, builtinEndpoint, type HookEndpoint, type HookRequest, type MatchedDefinition, type Prepared } from './endpoint.js'
 import type { AgentAction } from './mapping.js'
 import { asObject, checkModelOverride, checkThinking, field, invalid, mode, resolveAgentId, resolveRequestSessionKey } from './policy.js'
 
@@ -79,22 +79,7 @@ export function prepareAgent(input: HookRequest, source: string): Prepared {
   return accept(202, [{ kind: 'agent', input: { definitionKind: 'hook', definitionId: 'agent', correlationId: input.correlationId, source, external: true, ...a, agentId, sessionKey } }], false, waitSeconds, a, undefined, true)
 }
 
-export class AgentEndpoint implements HookEndpoint {
-  readonly kind = 'agent'
-  readonly name = 'agent'
-  readonly label = 'agent'
-  /** an agent turn is a pending run: a full backlog refuses it before its body is read */
-  readonly pendingOnly = true
-  readonly signedRoute = undefined
-  readonly maxBodyBytes: number
-  private readonly source: string
-
-  constructor(config: BundleConfig) {
-    this.maxBodyBytes = config.server.maxBodyBytes
-    this.source = `hook ${config.basePath}/agent`
-  }
-
-  prepare(input: HookRequest): Prepared {
-    return prepareAgent(input, this.source)
-  }
+/** POST <base>/agent (an agent turn is a pending run: a full backlog refuses it before its body is read). */
+export function agentEndpoint(config: BundleConfig): HookEndpoint {
+  return builtinEndpoint('agent', config, true, prepareAgent)
 }

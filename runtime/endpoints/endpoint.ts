@@ -92,6 +92,16 @@ export interface HookEndpoint {
   prepare(input: HookRequest): Prepared | Promise<Prepared>
 }
 
+/**
+ * A built-in endpoint under the base path (wake, agent): served at its own name, authenticated by
+ * the hook token, its body bounded by server.maxBodyBytes, its prepare given the envelope's source
+ * (e.g. 'hook /hooks/wake').
+ */
+export function builtinEndpoint(kind: 'wake' | 'agent', config: BundleConfig, pendingOnly: boolean, prepare: (input: HookRequest, source: string) => Prepared): HookEndpoint {
+  const source = `hook ${config.basePath}/${kind}`
+  return { kind, name: kind, label: kind, pendingOnly, signedRoute: undefined, maxBodyBytes: config.server.maxBodyBytes, prepare: (input) => prepare(input, source) }
+}
+
 /** What the service tells the endpoints outside the base path. */
 export interface ServiceFacts {
   readonly startedAt: number

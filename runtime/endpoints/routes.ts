@@ -5,12 +5,12 @@
 // endpoint is a new module and a line here, not another branch in the HTTP core. `hookgate try` and
 // the page's Test button look names up in the same table, so they reach the same prepare.
 import type { LoadedBundle } from '../bundle/load.js'
-import { AgentEndpoint } from './agent.js'
+import { agentEndpoint } from './agent.js'
 import type { DirectEndpoint, HookEndpoint } from './endpoint.js'
 import { healthz } from './healthz.js'
 import { MappedEndpoint } from './mapped.js'
 import { metrics } from './metrics.js'
-import { WakeEndpoint } from './wake.js'
+import { wakeEndpoint } from './wake.js'
 
 export interface RouteTable {
   readonly basePath: string
@@ -34,8 +34,8 @@ export function buildRouteTable(bundle: LoadedBundle, options: RouteOptions = {}
   const hooks = new Map<string, HookEndpoint>()
   for (const [name, routes] of bundle.routeTable) hooks.set(name, new MappedEndpoint(name, routes, config))
   // Reserved: the compiler refuses a mapping on these names; were one there, the built-in wins.
-  hooks.set('wake', new WakeEndpoint(config))
-  hooks.set('agent', new AgentEndpoint(config))
+  hooks.set('wake', wakeEndpoint(config))
+  hooks.set('agent', agentEndpoint(config))
   const direct = new Map<string, DirectEndpoint>([[healthz.path, healthz]])
   if (options.metrics) direct.set(metrics.path, metrics)
   const base = config.basePath

@@ -6,7 +6,7 @@
 // submission (field by field: an object spread here showed in the profile).
 import type { BundleConfig, WakeMode } from '../bundle/format.js'
 import { HttpError } from '../http/errors.js'
-import { accept, type HookEndpoint, type HookRequest, type MatchedDefinition, type Prepared } from './endpoint.js'
+import { accept, builtinEndpoint, type HookEndpoint, type HookRequest, type MatchedDefinition, type Prepared } from './endpoint.js'
 import { asObject, field, mode, resolveAgentId } from './policy.js'
 
 export interface WakeRequest { text: string; mode: WakeMode; agentId: string | null; sessionKey: string | null }
@@ -41,22 +41,7 @@ export function prepareWake(input: HookRequest, source: string): Prepared {
   return accept(200, [{ kind: 'wake', input: { definitionKind: 'hook', definitionId: 'wake', correlationId: input.correlationId, source, external: true, agentId, text: w.text, mode: w.mode, name: null } }], false, 0, w, undefined, true)
 }
 
-export class WakeEndpoint implements HookEndpoint {
-  readonly kind = 'wake'
-  readonly name = 'wake'
-  readonly label = 'wake'
-  readonly pendingOnly = false
-  readonly signedRoute = undefined
-  readonly maxBodyBytes: number
-  /** the envelope's source, e.g. 'hook /hooks/wake' */
-  private readonly source: string
-
-  constructor(config: BundleConfig) {
-    this.maxBodyBytes = config.server.maxBodyBytes
-    this.source = `hook ${config.basePath}/wake`
-  }
-
-  prepare(input: HookRequest): Prepared {
-    return prepareWake(input, this.source)
-  }
+/** POST <base>/wake. */
+export function wakeEndpoint(config: BundleConfig): HookEndpoint {
+  return builtinEndpoint('wake', config, false, prepareWake)
 }
