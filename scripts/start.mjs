@@ -116,14 +116,23 @@ setInterval(() => {
   if (process.ppid !== parent) stop()
 }, PARENT_CHECK_MS).unref()
 
-// compile prints a summary on stdout and its diagnostics (file:line:col) on stderr: each line
-// becomes a log line of its own, at the level of its stream
+// compile prints its diagnostics (`file:line:col: error|warning CODE: …` and their hints) and its
+// summary ("compiled N routes into …") on stderr: each line becomes a log line of its own, at the
+// level of the finding it belongs to (a hint follows its finding; any other line is an error), the
+// summary and stdout at info
 const compile = spawn(process.execPath, [bin, 'compile', config, '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
 children.set('compile', compile)
-const streams = [[compile.stdout, 'info'], [compile.stderr, 'error']].map(([stream, level]) => new Promise((done) => {
+const FINDING = /^\S.*:\d+:\d+: (error|warning) /
+const streams = [compile.stdout, compile.stderr].map((stream) => new Promise((done) => {
   const lines = createInterface({ input: stream })
+  let finding = 'info'
   lines.on('line', (line) => {
     if (line.trim() === '') return
+    const m = FINDING.exec(line)
+    if (m) finding = m[1] === 'error' ? 'error' : 'warn'
+    else if (/^compiled \d+ route/.test(line)) finding = 'info'
+    else if (!/^\s/.test(line)) finding = 'error'
+    const level = stream === compile.stderr ? finding : 'info'
     log(level, line, { from: 'compile' })
     if (human && level === 'error') process.stderr.write(line + '\n')
   })

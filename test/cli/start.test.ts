@@ -146,6 +146,8 @@ start('npm start -- --port N --admin-port M serves the webhooks and the page on 
     for (const part of [/^compiled /, /^generated a hook token/, /^hookgate listening on /, /^generated an admin token/, /^hookgate admin on /, /^hookgate is up$/]) {
       assert.ok(msgs.some((m) => part.test(m)), `no log line ${part}:\n${s.output()}`)
     }
+    // a successful compile's summary is news, not an error (compile prints it on stderr)
+    assert.equal(logLines(s.output()).filter((l) => l.from === 'compile').map((l) => l.level), ['info'], s.output())
   } finally {
     killGroup(s.pgid)
   }
